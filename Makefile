@@ -1,0 +1,37 @@
+# The two commands a new user types: `make run` and `make test`.
+VENV ?= .venv
+PYTHON ?= python3
+TORCH_VERSION ?= 2.13.0
+DGL_VERSION ?= 1.1.3
+BIN := $(abspath $(VENV))/bin
+STAMP := $(VENV)/.installed
+CORES ?= all
+
+export PATH := $(BIN):$(PATH)
+export DGLBACKEND := pytorch
+
+.PHONY: run test install lint clean
+
+install: $(STAMP)
+
+# The CPU build of torch (and the DGL that runs with it) is installed first and pinned, so that no other
+# requirement pulls a CUDA build or a DGL built for another torch.
+$(STAMP): pyproject.toml
+	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q torch==$(TORCH_VERSION) dgl==$(DGL_VERSION)
+	$(BIN)/python -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/snakemake --cores $(CORES)
+	@echo "Report: $(abspath results/report/report.html)"
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q -rs tests
+
+lint: $(STAMP)
+	$(BIN)/snakemake --lint
+
+clean:
+	rm -rf results data/datasets data/partitions .snakemake

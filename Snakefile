@@ -1,0 +1,27 @@
+# Sylvie pipeline: download -> partition -> train (torchrun) -> evaluate -> report.
+# Rules only wire inputs, outputs and params; all logic is in the `sylvie` package.
+from snakemake.utils import min_version
+
+from sylvie.config import cli_arguments, dataset_options, resolve_runs
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+RUNS = resolve_runs(config, where="config")
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/download.smk"
+include: "workflow/rules/partition.smk"
+include: "workflow/rules/train.smk"
+include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/report.smk"
+
+
+rule all:
+    input:
+        "results/report/report.html",
+    default_target: True

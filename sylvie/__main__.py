@@ -1,0 +1,3 @@
+from sylvie.cli import main
+
+raise SystemExit(main())

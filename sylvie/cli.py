@@ -1,0 +1,114 @@
+"""`sylvie <stage>`: every pipeline stage, runnable by hand. Snakemake rules call exactly these."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from sylvie.errors import SylvieError
+
+
+def _download(args) -> None:
+    from sylvie.config import section_from_args
+    from sylvie.data.registry import download
+
+    options = {k: v for k, v in section_from_args(args, "dataset").items() if v is not None}
+    meta = download(args.name, args.out, options)
+    print(f"{meta['name']}: {meta['num_nodes']:,} nodes, {meta['num_edges']:,} edges, {meta['num_features']} features, "
+          f"{meta['num_classes']} classes, split {meta['num_train']}/{meta['num_val']}/{meta['num_test']} -> {args.out}")
+
+
+def _partition(args) -> None:
+    from sylvie.partition.partition_graph import partition_dataset
+    from sylvie.partition.quality import format_summary
+
+    manifest = partition_dataset(args.dataset, args.out, args.parts, args.method, args.seed)
+    print(format_summary(manifest))
+
+
+def _train(args) -> None:
+    from sylvie.config import section_from_args
+    from sylvie.train.run import run_training
+
+    model_cfg = section_from_args(args, "model")
+    train_cfg = {k: v for k, v in section_from_args(args, "train").items() if k != "seeds"}
+    train_cfg["seed"] = args.seed
+    run_training(args.partition, args.out, model_cfg, train_cfg)
+
+
+def _evaluate(args) -> None:
+    from sylvie.evaluate import evaluate
+
+    r = evaluate(args.dataset, args.model, args.out)
+    print(f"{r['dataset']}: train {r['train_acc']:.4f}, val {r['val_acc']:.4f}, test {r['test_acc']:.4f} -> {args.out}")
+
+
+def _report(args) -> None:
+    from sylvie.report.html import write_report
+
+    print(f"report: {write_report(args.runs, args.out, args.title)}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from sylvie.config import add_section_arguments
+
+    p = argparse.ArgumentParser(prog="sylvie", description="Distributed full-graph GNN training on partitioned graphs.")
+    sub = p.add_subparsers(dest="stage", required=True, metavar="STAGE")
+
+    d = sub.add_parser("download", help="get a dataset and write it in canonical (Arrow) form",
+                       description="Download or generate dataset NAME and write it as a canonical graph directory "
+                                   "(nodes.arrow, edges.arrow, meta.json).")
+    d.add_argument("name", help="cora, citeseer, pubmed, ogbn-arxiv, ogbn-products, ogbn-papers100M or synthetic*")
+    d.add_argument("--out", required=True, help="output directory (written atomically)")
+    add_section_arguments(d, "dataset")
+    d.set_defaults(func=_download)
+
+    pa = sub.add_parser("partition", help="partition a canonical graph into Arrow shards",
+                        description="Partition a canonical graph (METIS or random) into one Arrow shard per part "
+                                    "plus manifest.json, and print a partition-quality summary.")
+    pa.add_argument("dataset", help="canonical graph directory written by `sylvie download`")
+    pa.add_argument("--out", required=True, help="output directory (written atomically)")
+    pa.add_argument("--parts", type=int, default=4, help="number of parts (default: 4)")
+    pa.add_argument("--method", choices=["metis", "random"], default="metis", help="partitioner (default: metis)")
+    pa.add_argument("--seed", type=int, default=0, help="partitioner seed (default: 0)")
+    pa.set_defaults(func=_partition)
+
+    t = sub.add_parser("train", help="train on a partition (one process per part, under torchrun)",
+                       description="Full-graph partition-parallel training. Launch one process per part: "
+                                   "torchrun --standalone --nproc-per-node P --no-python sylvie train ...")
+    t.add_argument("--partition", required=True, help="partition directory written by `sylvie partition`")
+    t.add_argument("--out", required=True, help="run directory: model.pt, metrics.jsonl, checkpoints/")
+    t.add_argument("--seed", type=int, default=0, help="seed for weights and dropout (default: 0)")
+    add_section_arguments(t, "model")
+    add_section_arguments(t, "train", skip=("seeds",))
+    t.set_defaults(func=_train)
+
+    e = sub.add_parser("evaluate", help="whole-graph inference in full precision; writes eval.json",
+                       description="Evaluate a trained model on the whole graph in one process (OGB Evaluator for "
+                                   "ogbn-* datasets) and write eval.json.")
+    e.add_argument("--dataset", required=True, help="canonical graph directory")
+    e.add_argument("--model", required=True, help="model.pt written by `sylvie train`")
+    e.add_argument("--out", required=True, help="eval.json to write")
+    e.set_defaults(func=_evaluate)
+
+    r = sub.add_parser("report", help="HTML report with plots and a table comparing runs",
+                       description="Collect run directories (each with metrics.jsonl and eval.json) into an HTML "
+                                   "report with plots.")
+    r.add_argument("runs", nargs="+", help="run directories, e.g. results/gcn-p4/seed0")
+    r.add_argument("--out", required=True, help="report directory (report.html and PNG plots)")
+    r.add_argument("--title", default="Sylvie training report", help="report title")
+    r.set_defaults(func=_report)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        args.func(args)
+    except SylvieError as e:
+        print(f"sylvie {args.stage}: error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Communication: halo plan and halo-row exchange between ranks. Knows nothing of models."""

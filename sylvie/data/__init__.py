@@ -1,0 +1,1 @@
+"""Datasets: loaders for Planetoid, OGB and synthetic graphs, and the canonical on-disk graph format."""

@@ -1,0 +1,189 @@
+"""The canonical graph: what every dataset becomes after download, and all that partitioning reads.
+
+On disk a canonical graph is a directory:
+
+    nodes.arrow   Arrow IPC file, one row per node: feat (fixed_size_list<float32>[D]), label (int64,
+                  -1 = unlabelled), train / val / test (bool)
+    edges.arrow   Arrow IPC file, one row per directed edge src -> dst (int64 node ids)
+    meta.json     name, counts, num_classes, source, fingerprint (sha256 of the arrays)
+
+The directory is written atomically and validated both when written and when read.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+from sylvie.atomic import atomic_path, read_json
+from sylvie.errors import SylvieError
+
+FORMAT_VERSION = 1
+_CHUNK_ROWS = 1 << 20
+
+
+@dataclass
+class Graph:
+    """A node-classification graph in canonical form (edges are directed src -> dst)."""
+
+    name: str
+    src: np.ndarray
+    dst: np.ndarray
+    features: np.ndarray
+    labels: np.ndarray
+    train_mask: np.ndarray
+    val_mask: np.ndarray
+    test_mask: np.ndarray
+    num_classes: int
+    info: dict = field(default_factory=dict)
+
+    @property
+    def num_nodes(self) -> int:
+        return int(self.features.shape[0])
+
+    @property
+    def num_edges(self) -> int:
+        return int(self.src.shape[0])
+
+    def validate(self, where: str) -> None:
+        """Raise SylvieError naming ``where`` and the field if anything is inconsistent."""
+        n = self.num_nodes
+        if self.features.ndim != 2 or self.features.dtype != np.float32:
+            raise SylvieError(f"{where}: field 'feat' must be a float32 matrix, got {self.features.dtype} "
+                              f"with shape {self.features.shape}")
+        for name, arr in (("label", self.labels), ("train", self.train_mask), ("val", self.val_mask),
+                          ("test", self.test_mask)):
+            if arr.shape != (n,):
+                raise SylvieError(f"{where}: field '{name}' has {arr.shape[0]} rows, expected {n} (one per node)")
+        if self.src.shape != self.dst.shape:
+            raise SylvieError(f"{where}: edge columns 'src' and 'dst' differ in length")
+        if self.num_edges and (min(self.src.min(), self.dst.min()) < 0 or max(self.src.max(), self.dst.max()) >= n):
+            raise SylvieError(f"{where}: edge endpoints must lie in [0, {n}); the edge list refers to missing nodes")
+        bad = ~np.isfinite(self.features).all(axis=1)
+        if bad.any():
+            raise SylvieError(f"{where}: field 'feat' has non-finite values (NaN or inf) in {int(bad.sum())} rows, "
+                              f"first at node {int(np.flatnonzero(bad)[0])}; clean the features or drop those nodes")
+        if self.num_classes < 1:
+            raise SylvieError(f"{where}: num_classes must be >= 1, got {self.num_classes}")
+        labelled = self.train_mask | self.val_mask | self.test_mask
+        out = labelled & ((self.labels < 0) | (self.labels >= self.num_classes))
+        if out.any():
+            i = int(np.flatnonzero(out)[0])
+            raise SylvieError(f"{where}: field 'label' is out of range [0, {self.num_classes}) for {int(out.sum())} "
+                              f"train/val/test nodes (node {i} has label {int(self.labels[i])}); fix the labels or "
+                              f"num_classes")
+        if not self.train_mask.any():
+            raise SylvieError(f"{where}: field 'train' selects no node; a dataset needs training nodes")
+
+    def fingerprint(self) -> str:
+        """sha256 over the arrays' bytes (not the file encoding): identifies the content."""
+        h = hashlib.sha256()
+        for arr in (self.src, self.dst, self.features, self.labels, self.train_mask, self.val_mask, self.test_mask):
+            h.update(np.ascontiguousarray(arr).tobytes())
+        h.update(str(self.num_classes).encode())
+        return h.hexdigest()
+
+
+def degrees(graph: Graph) -> tuple[np.ndarray, np.ndarray]:
+    """Global (in_degree, out_degree) of every node, int64."""
+    n = graph.num_nodes
+    return (np.bincount(graph.dst, minlength=n).astype(np.int64),
+            np.bincount(graph.src, minlength=n).astype(np.int64))
+
+
+def remove_self_loops(src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    keep = src != dst
+    return src[keep], dst[keep], int((~keep).sum())
+
+
+def _nodes_table(graph: Graph) -> pa.Table:
+    d = graph.features.shape[1]
+    feat = pa.FixedSizeListArray.from_arrays(pa.array(graph.features.reshape(-1)), d)
+    return pa.table({"feat": feat, "label": graph.labels.astype(np.int64), "train": graph.train_mask,
+                     "val": graph.val_mask, "test": graph.test_mask})
+
+
+def _write_arrow(path: Path, table: pa.Table) -> None:
+    with ipc.new_file(path, table.schema) as w:
+        for batch in table.to_batches(max_chunksize=_CHUNK_ROWS):
+            w.write_batch(batch)
+
+
+def save_graph(graph: Graph, directory: str | Path, source: str) -> dict:
+    """Validate and write ``graph`` to ``directory`` atomically; returns the metadata written."""
+    directory = Path(directory)
+    graph.validate(str(directory))
+    meta = {
+        "format_version": FORMAT_VERSION,
+        "name": graph.name,
+        "source": source,
+        "num_nodes": graph.num_nodes,
+        "num_edges": graph.num_edges,
+        "num_features": int(graph.features.shape[1]),
+        "num_classes": int(graph.num_classes),
+        "num_train": int(graph.train_mask.sum()),
+        "num_val": int(graph.val_mask.sum()),
+        "num_test": int(graph.test_mask.sum()),
+        "fingerprint": graph.fingerprint(),
+        **graph.info,
+    }
+    with atomic_path(directory, directory=True) as tmp:
+        _write_arrow(tmp / "nodes.arrow", _nodes_table(graph))
+        _write_arrow(tmp / "edges.arrow", pa.table({"src": graph.src.astype(np.int64),
+                                                    "dst": graph.dst.astype(np.int64)}))
+        (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+    return meta
+
+
+def _read_arrow(path: Path, columns: dict[str, pa.DataType]) -> pa.Table:
+    if not path.is_file():
+        raise SylvieError(f"{path}: missing; rerun `sylvie download` for this dataset")
+    try:
+        table = ipc.open_file(pa.memory_map(str(path))).read_all()
+    except (pa.ArrowInvalid, OSError) as e:
+        raise SylvieError(f"{path}: not a readable Arrow file ({e}); rerun `sylvie download`") from e
+    for name, typ in columns.items():
+        if name not in table.column_names:
+            raise SylvieError(f"{path}: column '{name}' is missing; rerun `sylvie download`")
+        actual = table.schema.field(name).type
+        if not (actual == typ or (pa.types.is_fixed_size_list(actual) and typ == "fixed_size_list<float32>"
+                                  and actual.value_type == pa.float32())):
+            raise SylvieError(f"{path}: column '{name}' has type {actual}, expected {typ}")
+    return table
+
+
+def _column(table: pa.Table, name: str) -> np.ndarray:
+    return table.column(name).combine_chunks().to_numpy(zero_copy_only=False)
+
+
+def load_meta(directory: str | Path) -> dict:
+    return read_json(Path(directory) / "meta.json", "dataset metadata")
+
+
+def load_graph(directory: str | Path) -> Graph:
+    """Read and validate a canonical graph written by :func:`save_graph`."""
+    directory = Path(directory)
+    meta = load_meta(directory)
+    nodes = _read_arrow(directory / "nodes.arrow", {"feat": "fixed_size_list<float32>", "label": pa.int64(),
+                                                     "train": pa.bool_(), "val": pa.bool_(), "test": pa.bool_()})
+    edges = _read_arrow(directory / "edges.arrow", {"src": pa.int64(), "dst": pa.int64()})
+    feat = nodes.column("feat").combine_chunks()
+    d = feat.type.list_size
+    graph = Graph(
+        name=meta.get("name", directory.name),
+        src=_column(edges, "src"), dst=_column(edges, "dst"),
+        features=feat.flatten().to_numpy().reshape(-1, d),
+        labels=_column(nodes, "label"),
+        train_mask=_column(nodes, "train"), val_mask=_column(nodes, "val"), test_mask=_column(nodes, "test"),
+        num_classes=int(meta["num_classes"]), info=meta,
+    )
+    graph.validate(str(directory / "nodes.arrow"))
+    if graph.fingerprint() != meta.get("fingerprint"):
+        raise SylvieError(f"{directory}: content does not match the fingerprint in meta.json; the files were "
+                          f"changed after download; rerun `sylvie download`")
+    return graph

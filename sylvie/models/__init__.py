@@ -1,0 +1,4 @@
+"""GNN models (DGL layers). They see a block of inner rows (destinations) plus halo rows (sources)."""
+from sylvie.models.gnn import ARCHS, GNN, build_model
+
+__all__ = ["ARCHS", "GNN", "build_model"]

@@ -1,0 +1,73 @@
+"""Layer stacks of GraphSAGE (mean), GCN and GAT on DGL blocks.
+
+``forward(block, x, halo)``: ``x`` holds the layer-0 rows of every source node (inner rows first, then
+halo rows); before every later layer the model asks ``halo(inner_rows, layer)`` for the halo rows of
+its current hidden state. With one partition (or the whole graph), ``halo`` returns nothing.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from dgl.nn import GATConv, GraphConv, SAGEConv
+
+from sylvie.models.normalization import gcn_edge_weight
+
+ARCHS = ("gcn", "sage", "gat")
+HaloFn = Callable[[torch.Tensor, int], torch.Tensor]
+
+
+class GNN(nn.Module):
+    def __init__(self, arch: str, in_feats: int, hidden: int, num_classes: int, layers: int = 2,
+                 dropout: float = 0.5, heads: int = 4):
+        super().__init__()
+        if arch not in ARCHS:
+            raise ValueError(f"unknown model arch '{arch}'; choose one of {', '.join(ARCHS)}")
+        if layers < 1:
+            raise ValueError(f"layers must be >= 1, got {layers}")
+        self.arch, self.heads = arch, heads
+        self.convs = nn.ModuleList()
+        for i in range(layers):
+            last = i == layers - 1
+            d_in = in_feats if i == 0 else (hidden * heads if arch == "gat" else hidden)
+            d_out = num_classes if last else hidden
+            if arch == "gcn":
+                conv = GraphConv(d_in, d_out, norm="none", allow_zero_in_degree=True)
+            elif arch == "sage":
+                conv = SAGEConv(d_in, d_out, "mean")
+            else:
+                conv = GATConv(d_in, d_out, 1 if last else heads, feat_drop=dropout, attn_drop=dropout,
+                               allow_zero_in_degree=True)
+            self.convs.append(conv)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, block, x: torch.Tensor, halo: HaloFn | None = None) -> torch.Tensor:
+        n_dst = block.num_dst_nodes()
+        weight = gcn_edge_weight(block) if self.arch == "gcn" else None
+        h = x
+        for i, conv in enumerate(self.convs):
+            if i > 0:
+                h = self.dropout(h)
+                if halo is not None:
+                    h = torch.cat([h, halo(h, i)])
+                if h.shape[0] != block.num_src_nodes():
+                    raise RuntimeError(f"layer {i}: got {h.shape[0]} rows for {block.num_src_nodes()} source nodes; "
+                                       f"a halo exchange is needed for this block")
+            h = conv(block, h, edge_weight=weight) if weight is not None else conv(block, h)
+            if self.arch == "gat":
+                h = h.mean(1) if i == len(self.convs) - 1 else h.flatten(1)
+            if i < len(self.convs) - 1:
+                h = F.elu(h) if self.arch == "gat" else F.relu(h)
+        assert h.shape[0] == n_dst
+        return h
+
+
+MODEL_KEYS = ("arch", "hidden", "layers", "dropout", "heads")
+
+
+def build_model(model_cfg: dict, in_feats: int, num_classes: int) -> GNN:
+    """A GNN from the config's ``model`` section (keys beyond MODEL_KEYS belong to the graph, not the model)."""
+    return GNN(model_cfg["arch"], in_feats, model_cfg["hidden"], num_classes, model_cfg["layers"],
+               model_cfg["dropout"], model_cfg["heads"])

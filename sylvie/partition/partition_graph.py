@@ -1,0 +1,30 @@
+"""The partition stage: canonical graph in, verified shards and manifest out."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from sylvie.data.graph import load_graph
+from sylvie.errors import SylvieError
+from sylvie.partition.metis import metis_assign
+from sylvie.partition.random_assign import random_assign
+from sylvie.partition.shard_writer import write_shards
+
+METHODS = ("metis", "random")
+
+
+def partition_dataset(dataset_dir: str | Path, out_dir: str | Path, parts: int, method: str = "metis",
+                      seed: int = 0, progress: bool = True) -> dict:
+    if method not in METHODS:
+        raise SylvieError(f"partition method '{method}' is unknown; choose one of {', '.join(METHODS)}")
+    graph = load_graph(dataset_dir)
+    if parts < 1:
+        raise SylvieError(f"parts must be >= 1, got {parts}")
+    if parts > graph.num_nodes:
+        raise SylvieError(f"parts={parts} is more than the {graph.num_nodes} nodes of {dataset_dir}; "
+                          f"use at most {graph.num_nodes} parts")
+    assign = metis_assign(graph, parts, seed) if method == "metis" else random_assign(graph.num_nodes, parts, seed)
+    empty = sorted(set(range(parts)) - set(assign.tolist()))
+    if empty:
+        raise SylvieError(f"{method} left part(s) {empty} empty for {parts} parts of {graph.num_nodes} nodes; "
+                          f"use fewer parts or method: random")
+    return write_shards(graph, assign, out_dir, method, seed, graph.info["fingerprint"], progress=progress)

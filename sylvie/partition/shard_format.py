@@ -1,0 +1,70 @@
+"""The layout of one partition shard, shared by the writer and the reader.
+
+A shard is one Arrow IPC file holding exactly one row whose columns are (large) lists, so that every
+array is one contiguous, memory-mappable buffer:
+
+    inner nodes  global_id, feat (list of fixed_size_list<float32>[D]), label, train, val, test,
+                 in_degree, out_degree (global degrees, for degree-normalised layers)
+    local edges  edge_src, edge_dst: local ids; dst is an inner row, src an inner row (< n_inner)
+                 or a halo row (n_inner + halo index)
+    halo table   halo_global_id, halo_owner (rank that owns the node), halo_owner_index (its row in the
+                 owner's inner nodes), halo_out_degree; sorted by (owner, global id), so the rows received
+                 from each peer are one contiguous block
+
+Local ids: inner rows first (in global-id order), then halo rows.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+FORMAT_VERSION = 1
+
+INT_COLUMNS = ("global_id", "label", "in_degree", "out_degree", "edge_src", "edge_dst",
+               "halo_global_id", "halo_owner", "halo_owner_index", "halo_out_degree")
+MASK_COLUMNS = ("train", "val", "test")
+
+
+def shard_schema(num_features: int) -> pa.Schema:
+    fields = [pa.field("feat", pa.large_list(pa.list_(pa.float32(), num_features)))]
+    fields += [pa.field(c, pa.large_list(pa.int64())) for c in INT_COLUMNS]
+    fields += [pa.field(c, pa.large_list(pa.bool_())) for c in MASK_COLUMNS]
+    return pa.schema(fields)
+
+
+@dataclass
+class Shard:
+    """Partition ``part`` of ``num_parts``: its inner nodes, local edges and halo table."""
+
+    part: int
+    num_parts: int
+    num_classes: int
+    num_train_global: int
+    global_id: np.ndarray
+    feat: np.ndarray
+    label: np.ndarray
+    train: np.ndarray
+    val: np.ndarray
+    test: np.ndarray
+    in_degree: np.ndarray
+    out_degree: np.ndarray
+    edge_src: np.ndarray
+    edge_dst: np.ndarray
+    halo_global_id: np.ndarray
+    halo_owner: np.ndarray
+    halo_owner_index: np.ndarray
+    halo_out_degree: np.ndarray
+
+    @property
+    def num_inner(self) -> int:
+        return int(self.global_id.shape[0])
+
+    @property
+    def num_halo(self) -> int:
+        return int(self.halo_global_id.shape[0])
+
+    def halo_counts(self) -> np.ndarray:
+        """Number of halo rows owned by each rank (length num_parts)."""
+        return np.bincount(self.halo_owner, minlength=self.num_parts).astype(np.int64)

@@ -1,0 +1,81 @@
+"""Read a partition: the manifest, and shards verified against their checksum and schema."""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+from sylvie.atomic import read_json
+from sylvie.errors import SylvieError
+from sylvie.partition.shard_format import FORMAT_VERSION, INT_COLUMNS, MASK_COLUMNS, Shard, shard_schema
+
+_MANIFEST_KEYS = ("num_parts", "num_features", "num_classes", "num_train", "dataset_fingerprint", "parts")
+
+
+def read_manifest(part_dir: str | Path) -> dict:
+    path = Path(part_dir) / "manifest.json"
+    manifest = read_json(path, "partition manifest")
+    missing = [k for k in _MANIFEST_KEYS if k not in manifest]
+    if missing:
+        raise SylvieError(f"{path}: missing field(s) {', '.join(missing)}; rerun `sylvie partition`")
+    if manifest.get("format_version") != FORMAT_VERSION:
+        raise SylvieError(f"{path}: format_version {manifest.get('format_version')} is not {FORMAT_VERSION}; "
+                          f"rerun `sylvie partition` with this version of sylvie")
+    if len(manifest["parts"]) != manifest["num_parts"]:
+        raise SylvieError(f"{path}: lists {len(manifest['parts'])} shards for num_parts={manifest['num_parts']}")
+    return manifest
+
+
+def _verified_bytes(path: Path, expected_sha256: str) -> pa.Buffer:
+    if not path.is_file():
+        raise SylvieError(f"{path}: shard missing; rerun `sylvie partition`")
+    buf = pa.memory_map(str(path)).read_buffer()
+    if hashlib.sha256(memoryview(buf)).hexdigest() != expected_sha256:
+        raise SylvieError(f"{path}: sha256 does not match the manifest; the shard is corrupt or was modified, "
+                          f"rerun `sylvie partition`")
+    return buf
+
+
+def read_shard(part_dir: str | Path, part: int, manifest: dict | None = None) -> Shard:
+    """Load shard ``part``, verifying checksum and schema first."""
+    part_dir = Path(part_dir)
+    manifest = manifest or read_manifest(part_dir)
+    if not 0 <= part < manifest["num_parts"]:
+        raise SylvieError(f"{part_dir}: no part {part}; the partition has {manifest['num_parts']} parts")
+    entry = manifest["parts"][part]
+    path = part_dir / entry["file"]
+    buf = _verified_bytes(path, entry["sha256"])
+    try:
+        batch = ipc.open_file(buf).get_batch(0)
+    except (pa.ArrowInvalid, OSError, IndexError) as e:
+        raise SylvieError(f"{path}: not a valid shard ({e}); rerun `sylvie partition`") from e
+    expected = shard_schema(manifest["num_features"])
+    if not batch.schema.equals(expected):
+        raise SylvieError(f"{path}: schema differs from the shard format ({batch.schema} vs {expected}); "
+                          f"rerun `sylvie partition`")
+    cols = {name: batch.column(name).values for name in INT_COLUMNS + MASK_COLUMNS}
+    arrays = {name: a.to_numpy(zero_copy_only=False) for name, a in cols.items()}
+    feat = batch.column("feat").values.flatten().to_numpy().reshape(-1, manifest["num_features"])
+    shard = Shard(part=part, num_parts=manifest["num_parts"], num_classes=manifest["num_classes"],
+                  num_train_global=manifest["num_train"], feat=feat, **arrays)
+    n = shard.num_inner
+    if (shard.edge_dst.size and shard.edge_dst.max() >= n) or (shard.edge_src.size and
+                                                               shard.edge_src.max() >= n + shard.num_halo):
+        raise SylvieError(f"{path}: local edge ids out of range; rerun `sylvie partition`")
+    return shard
+
+
+def verify_partition(part_dir: str | Path, dataset_fingerprint: str | None = None) -> dict:
+    """Check the manifest, every shard's checksum and (optionally) the dataset it was cut from."""
+    manifest = read_manifest(part_dir)
+    if dataset_fingerprint and manifest["dataset_fingerprint"] != dataset_fingerprint:
+        raise SylvieError(f"{part_dir}: partition was cut from another version of the dataset "
+                          f"(fingerprint differs); rerun `sylvie partition`")
+    for entry in manifest["parts"]:
+        _verified_bytes(Path(part_dir) / entry["file"], entry["sha256"])
+    return manifest
+
+

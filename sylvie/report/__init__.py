@@ -1,0 +1,1 @@
+"""The report stage: collect run outputs, plot them, write one HTML page."""

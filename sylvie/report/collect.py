@@ -1,0 +1,50 @@
+"""Gather the outputs of training runs (one directory per run and seed) for the report."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from sylvie.atomic import read_json
+from sylvie.train.metrics import read_jsonl
+
+
+@dataclass
+class RunOutput:
+    run: str
+    seed: int
+    metrics: list[dict]
+    evaluation: dict
+
+    def series(self, key: str) -> np.ndarray:
+        return np.array([m[key] for m in self.metrics], dtype=float)
+
+
+def collect(run_dirs: list[str | Path]) -> dict[str, list[RunOutput]]:
+    """Run name -> its seeds' outputs. A run dir is ``<results>/<run>/seed<k>``."""
+    runs: dict[str, list[RunOutput]] = {}
+    for d in map(Path, run_dirs):
+        ev = read_json(d / "eval.json", "evaluation")
+        out = RunOutput(run=d.parent.name, seed=int(ev["train"]["seed"]), metrics=read_jsonl(d / "metrics.jsonl"),
+                        evaluation=ev)
+        runs.setdefault(out.run, []).append(out)
+    return {k: sorted(v, key=lambda r: r.seed) for k, v in sorted(runs.items())}
+
+
+def summarise(outputs: list[RunOutput]) -> dict:
+    """One row of the comparison table: mean (and std) over seeds."""
+    ev0 = outputs[0].evaluation
+    test = np.array([o.evaluation["test_acc"] for o in outputs])
+    val = np.array([o.evaluation["val_acc"] for o in outputs])
+
+    def mean_of(key):
+        return float(np.mean([o.series(key).mean() for o in outputs]))
+
+    return {
+        "dataset": ev0["dataset"], "parts": ev0["num_parts"], "arch": ev0["model"]["arch"],
+        "seeds": len(outputs), "test_acc": float(test.mean()), "test_std": float(test.std()),
+        "val_acc": float(val.mean()), "epochs": len(outputs[0].metrics),
+        "epoch_time": mean_of("epoch_time"), "compute_time": mean_of("compute_time"),
+        "comm_time": mean_of("comm_time"), "mb_sent": mean_of("bytes_sent") / 1e6,
+    }

@@ -1,0 +1,64 @@
+"""Plots of training runs (matplotlib, written as PNG files)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from sylvie.report.collect import RunOutput, summarise  # noqa: E402
+
+PLOTS = ("loss", "accuracy", "epoch_time", "bytes")
+
+
+def _mean_curve(outputs: list[RunOutput], key: str) -> np.ndarray:
+    n = min(len(o.metrics) for o in outputs)
+    return np.mean([o.series(key)[:n] for o in outputs], axis=0)
+
+
+def _curves(runs, keys, ylabel, path, logy=False):
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for name, outputs in runs.items():
+        for key, style in keys:
+            y = _mean_curve(outputs, key)
+            ax.plot(np.arange(1, len(y) + 1), y, style, label=f"{name} {key}" if len(keys) > 1 else name)
+    ax.set_xlabel("epoch")
+    ax.set_ylabel(ylabel)
+    if logy:
+        ax.set_yscale("log")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _bars(runs, columns, ylabel, path, scale=1.0):
+    rows = {name: summarise(o) for name, o in runs.items()}
+    names = list(rows)
+    fig, ax = plt.subplots(figsize=(7, 4))
+    bottom = np.zeros(len(names))
+    for key, label in columns:
+        vals = np.array([rows[n][key] for n in names]) * scale
+        ax.bar(names, vals, bottom=bottom, label=label)
+        bottom += vals
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=8)
+    ax.tick_params(axis="x", rotation=20)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_plots(runs: dict[str, list[RunOutput]], out_dir: Path) -> dict[str, Path]:
+    """Write every plot into ``out_dir``; returns plot name -> file."""
+    paths = {name: out_dir / f"{name}.png" for name in PLOTS}
+    _curves(runs, [("loss", "-")], "training loss (mean over seeds)", paths["loss"], logy=True)
+    _curves(runs, [("val_acc", "-"), ("test_acc", "--")], "accuracy (mean over seeds)", paths["accuracy"])
+    _bars(runs, [("compute_time", "compute"), ("comm_time", "communication")], "seconds per epoch",
+          paths["epoch_time"])
+    _bars(runs, [("mb_sent", "halo bytes sent per rank")], "MB per epoch", paths["bytes"])
+    return paths

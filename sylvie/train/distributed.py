@@ -1,0 +1,45 @@
+"""Process-group set-up from the torchrun environment (gloo on CPU, nccl on GPU)."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+
+
+@dataclass
+class Context:
+    rank: int
+    world: int
+    device: torch.device
+    backend: str
+
+
+def init_distributed(device: str = "auto", timeout_s: int = 600) -> Context:
+    """Join the process group torchrun described in the environment; a plain process is rank 0 of 1."""
+    use_cuda = device == "cuda" or (device == "auto" and torch.cuda.is_available())
+    if use_cuda and not torch.cuda.is_available():
+        raise RuntimeError("device: cuda was requested but no CUDA device is visible")
+    local_rank = int(os.environ.get("LOCAL_RANK", 0))
+    dev = torch.device(f"cuda:{local_rank}") if use_cuda else torch.device("cpu")
+    if use_cuda:
+        torch.cuda.set_device(dev)
+    backend = "nccl" if use_cuda else "gloo"
+    if "RANK" in os.environ and not dist.is_initialized():
+        dist.init_process_group(backend, timeout=timedelta(seconds=timeout_s))
+    if dist.is_initialized():
+        return Context(dist.get_rank(), dist.get_world_size(), dev, backend)
+    return Context(0, 1, dev, backend)
+
+
+def all_reduce_sum(t: torch.Tensor) -> torch.Tensor:
+    if dist.is_initialized() and dist.get_world_size() > 1:
+        dist.all_reduce(t)
+    return t
+
+
+def shutdown() -> None:
+    if dist.is_initialized():
+        dist.destroy_process_group()

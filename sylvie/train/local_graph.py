@@ -1,0 +1,43 @@
+"""The DGL block a rank trains on: its inner rows as destinations, inner + halo rows as sources."""
+from __future__ import annotations
+
+import dgl
+import numpy as np
+import torch
+
+
+def local_block(edge_src: np.ndarray, edge_dst: np.ndarray, num_inner: int, num_halo: int,
+                inner_in_degree: np.ndarray, src_out_degree: np.ndarray, self_loop: bool,
+                device: torch.device | str = "cpu"):
+    """Block with global degrees attached (``dstdata['in_degree']``, ``srcdata['out_degree']``).
+
+    ``self_loop`` adds one edge i -> i per inner row and counts it in both degrees, as
+    ``dgl.add_self_loop`` does on the whole graph: every node, halo rows included, gains one out-edge
+    (a halo node's self-loop lives at its owner, but it still counts in its global degree).
+    """
+    src, dst = np.asarray(edge_src, np.int64), np.asarray(edge_dst, np.int64)
+    in_deg = np.asarray(inner_in_degree, np.int64).copy()
+    out_deg = np.asarray(src_out_degree, np.int64).copy()
+    if self_loop:
+        loops = np.arange(num_inner, dtype=np.int64)
+        src, dst = np.concatenate([src, loops]), np.concatenate([dst, loops])
+        in_deg += 1
+        out_deg += 1
+    block = dgl.create_block((torch.from_numpy(src), torch.from_numpy(dst)),
+                             num_src_nodes=num_inner + num_halo, num_dst_nodes=num_inner)
+    block.srcdata["out_degree"] = torch.from_numpy(out_deg)
+    block.dstdata["in_degree"] = torch.from_numpy(in_deg)
+    return block.to(device)
+
+
+def shard_block(shard, self_loop: bool, device="cpu"):
+    return local_block(shard.edge_src, shard.edge_dst, shard.num_inner, shard.num_halo, shard.in_degree,
+                       np.concatenate([shard.out_degree, shard.halo_out_degree]), self_loop, device)
+
+
+def whole_graph_block(graph, self_loop: bool, device="cpu"):
+    """The whole canonical graph as one block (every node is an inner row, no halo)."""
+    from sylvie.data.graph import degrees
+
+    in_deg, out_deg = degrees(graph)
+    return local_block(graph.src, graph.dst, graph.num_nodes, 0, in_deg, out_deg, self_loop, device)

@@ -1,0 +1,23 @@
+"""Per-epoch metrics: kept in memory, checkpointed with the model, written as JSON lines."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from sylvie.atomic import atomic_path
+
+
+def write_jsonl(path: Path, records: list[dict]) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+
+
+def format_epoch(r: dict, epochs: int) -> str:
+    """The one log line per epoch."""
+    return (f"epoch {r['epoch'] + 1:>4}/{epochs} | loss {r['loss']:.4f} | train {r['train_acc']:.4f} | "
+            f"val {r['val_acc']:.4f} | test {r['test_acc']:.4f} | {r['epoch_time']:.3f} s "
+            f"(comm {r['comm_time']:.3f} s) | sent {r['bytes_sent'] / 1e6:.2f} MB")

@@ -1,0 +1,80 @@
+"""The train stage on one rank: read its shard, train, checkpoint, write the model and metrics."""
+from __future__ import annotations
+
+import copy
+import sys
+from pathlib import Path
+
+import torch
+from tqdm import tqdm
+
+from sylvie.atomic import atomic_path
+from sylvie.errors import SylvieError
+from sylvie.partition.shard_reader import read_manifest, read_shard
+from sylvie.train.checkpoint import load_checkpoint, run_fingerprint, save_checkpoint
+from sylvie.train.distributed import init_distributed, shutdown
+from sylvie.train.metrics import format_epoch, write_jsonl
+from sylvie.train.trainer import FullGraphTrainer
+
+
+def _log(msg: str) -> None:
+    tqdm.write(msg, file=sys.stderr)
+
+
+def run_training(partition_dir: str | Path, out_dir: str | Path, model_cfg: dict, train_cfg: dict) -> dict | None:
+    """Train on the partition under ``partition_dir``; rank 0 writes ``model.pt`` and ``metrics.jsonl``.
+
+    Checkpoints go to ``out_dir/checkpoints/last.pt`` every ``checkpoint_every`` epochs; a restart with
+    the same settings resumes from there.
+    """
+    out_dir = Path(out_dir)
+    manifest = read_manifest(partition_dir)
+    ctx = init_distributed(train_cfg["device"])
+    try:
+        if ctx.world != manifest["num_parts"]:
+            raise SylvieError(f"{partition_dir} has {manifest['num_parts']} parts but {ctx.world} ranks were started; "
+                              f"launch with torchrun --nproc-per-node {manifest['num_parts']}")
+        shard = read_shard(partition_dir, ctx.rank, manifest)
+        trainer = FullGraphTrainer(ctx, shard, model_cfg, train_cfg)
+        fingerprint = run_fingerprint(model_cfg, train_cfg, manifest["dataset_fingerprint"], manifest["num_parts"])
+        ckpt_path = out_dir / "checkpoints" / "last.pt"
+        state = load_checkpoint(ckpt_path, fingerprint)
+        records, best, start = [], None, 0
+        if state is not None:
+            trainer.model.load_state_dict(state["model"])
+            trainer.opt.load_state_dict(state["optimizer"])
+            records, best, start = state["metrics"], state["best"], state["epoch"] + 1
+            if ctx.rank == 0:
+                _log(f"resuming from {ckpt_path} after epoch {start}")
+        epochs = train_cfg["epochs"]
+        show_bar = ctx.rank == 0 and train_cfg["progress"] and sys.stderr.isatty()
+        bar = tqdm(range(start, epochs), initial=start, total=epochs, desc="train", unit="epoch", disable=not show_bar)
+        for epoch in bar:
+            rec = trainer.epoch(epoch)
+            records.append(rec)
+            if best is None or rec["val_acc"] > best["val_acc"]:
+                best = {"epoch": epoch, "val_acc": rec["val_acc"], "test_acc": rec["test_acc"],
+                        "model": copy.deepcopy(trainer.model.state_dict())}
+            if ctx.rank == 0 and ((epoch + 1) % train_cfg["log_every"] == 0 or epoch + 1 == epochs):
+                _log(format_epoch(rec, epochs))
+            every = train_cfg["checkpoint_every"]
+            if ctx.rank == 0 and every and (epoch + 1) % every == 0 and epoch + 1 < epochs:
+                save_checkpoint(ckpt_path, {"fingerprint": fingerprint, "epoch": epoch, "metrics": records,
+                                            "best": best, "model": trainer.model.state_dict(),
+                                            "optimizer": trainer.opt.state_dict()})
+        if ctx.rank != 0:
+            return None
+        if best is None:
+            raise SylvieError(f"train.epochs={epochs}: nothing to train; set epochs >= 1")
+        summary = {"best_epoch": best["epoch"], "best_val_acc": best["val_acc"], "test_acc_at_best_val": best["test_acc"],
+                   "setup_bytes": trainer.setup_bytes, "num_parts": ctx.world}
+        with atomic_path(out_dir / "model.pt") as tmp:
+            torch.save({"model": best["model"], "model_cfg": model_cfg, "train_cfg": train_cfg,
+                        "in_feats": manifest["num_features"], "num_classes": manifest["num_classes"],
+                        "dataset_fingerprint": manifest["dataset_fingerprint"], "summary": summary}, tmp)
+        write_jsonl(out_dir / "metrics.jsonl", records)
+        _log(f"best val {best['val_acc']:.4f} at epoch {best['epoch'] + 1}, test {best['test_acc']:.4f}; "
+             f"wrote {out_dir / 'model.pt'}")
+        return summary
+    finally:
+        shutdown()

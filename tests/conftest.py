@@ -1,0 +1,60 @@
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+CORA_RAW = REPO / "data" / "embedded" / "planetoid"
+BIN = Path(sys.executable).parent
+os.environ.setdefault("DGLBACKEND", "pytorch")
+
+
+def run(cmd, check=True, timeout=900, **kw):
+    """Run a command with the venv's bin first on PATH; returns the CompletedProcess."""
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "DGLBACKEND": "pytorch", **kw.pop("env", {})}
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, **kw)
+    if check and p.returncode != 0:
+        raise AssertionError(f"{cmd} exited {p.returncode}\nstdout:\n{p.stdout[-4000:]}\nstderr:\n{p.stderr[-4000:]}")
+    return p
+
+
+def torchrun(nproc, *args, **kw):
+    return run([str(BIN / "torchrun"), "--standalone", "--nproc-per-node", str(nproc), *map(str, args)], **kw)
+
+
+@pytest.fixture(scope="session")
+def cora_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("datasets") / "cora"
+    run([str(BIN / "sylvie"), "download", "cora", "--raw-dir", str(CORA_RAW), "--out", str(out)])
+    return out
+
+
+@pytest.fixture(scope="session")
+def cora_partitions(cora_dir, tmp_path_factory):
+    """Cora cut by METIS into 1, 2 and 4 parts."""
+    base = tmp_path_factory.mktemp("partitions")
+    dirs = {}
+    for p in (1, 2, 4):
+        dirs[p] = base / f"metis-p{p}"
+        run([str(BIN / "sylvie"), "partition", str(cora_dir), "--out", str(dirs[p]), "--parts", str(p)])
+    return dirs
+
+
+def copy_repo(dst: Path) -> Path:
+    """Copy the repository's files as a fresh clone has them (no data, results or venv) to ``dst``."""
+    files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=REPO,
+                           capture_output=True, text=True, check=True).stdout.split()
+    for f in files:
+        src = REPO / f
+        if src.is_file() or src.is_symlink():
+            (dst / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dst / f, follow_symlinks=False)
+    return dst
+
+
+@pytest.fixture
+def repo_copy(tmp_path):
+    return copy_repo(tmp_path / "repo")

@@ -1,0 +1,14 @@
+import pytest
+
+from conftest import BIN, run
+
+
+@pytest.mark.parametrize("stage", ["", "download", "partition", "train", "evaluate", "report"])
+def test_help(stage):
+    p = run([str(BIN / "sylvie"), *([stage] if stage else []), "--help"])
+    assert "usage: sylvie" in p.stdout
+
+
+def test_train_flags_come_from_the_schema():
+    p = run([str(BIN / "sylvie"), "train", "--help"])
+    assert "--weight-decay" in p.stdout and "Adam weight decay" in p.stdout and "{gcn,sage,gat}" in p.stdout

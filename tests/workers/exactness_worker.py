@@ -1,0 +1,24 @@
+"""Run under torchrun: 3 training steps of the real trainer; rank 0 saves initial weights, losses, gradients."""
+import sys
+
+import torch
+
+from sylvie.config import section_defaults
+from sylvie.partition.shard_reader import read_manifest, read_shard
+from sylvie.train.distributed import init_distributed, shutdown
+from sylvie.train.trainer import FullGraphTrainer
+
+partition_dir, arch, out = sys.argv[1:4]
+ctx = init_distributed("cpu")
+shard = read_shard(partition_dir, ctx.rank, read_manifest(partition_dir))
+model_cfg = {**section_defaults("model"), "arch": arch, "dropout": 0.0, "self_loop": arch == "gcn"}
+train_cfg = {**section_defaults("train"), "seed": 0}
+trainer = FullGraphTrainer(ctx, shard, model_cfg, train_cfg)
+init = {k: v.clone() for k, v in trainer.model.state_dict().items()}
+losses, grads = [], []
+for step in range(3):
+    losses.append(trainer.train_step(step))
+    grads.append({n: p.grad.clone() for n, p in trainer.model.named_parameters()})
+if ctx.rank == 0:
+    torch.save({"init": init, "losses": losses, "grads": grads}, out)
+shutdown()

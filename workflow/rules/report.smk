@@ -1,0 +1,19 @@
+rule report:
+    input:
+        evals=[f"{d}/eval.json" for d in run_dirs()],
+        metrics=[f"{d}/metrics.jsonl" for d in run_dirs()],
+    output:
+        html=report("results/report/report.html", caption="../report/report.rst", category="Report"),
+        loss=report("results/report/loss.png", caption="../report/loss.rst", category="Training"),
+        accuracy=report("results/report/accuracy.png", caption="../report/accuracy.rst", category="Training"),
+        epoch_time=report("results/report/epoch_time.png", caption="../report/epoch_time.rst", category="Speed"),
+        bytes=report("results/report/bytes.png", caption="../report/bytes.rst", category="Speed"),
+    params:
+        runs=run_dirs(),
+        title=config.get("report", {}).get("title", "Sylvie training report"),
+    log:
+        "logs/report.log",
+    conda:
+        "../../environment.yml"
+    shell:
+        "sylvie report {params.runs} --out results/report --title {params.title:q} > {log} 2>&1"
