@@ -81,16 +81,16 @@ def test_malformed_cli_value(cora_partitions, tmp_path):
     assert p.returncode == 2 and "'lr'" in p.stderr
 
 
-@pytest.mark.parametrize("edit,field", [
-    ("  train: {epochs: 200, lr: -0.01,", "defaults.train.lr"),
-    ("  partition: {method: kmeans,", "defaults.partition.method"),
+@pytest.mark.parametrize("old,new,field", [
+    ("lr: 0.01,", "lr: -0.01,", "defaults.train.lr"),
+    ("method: metis,", "method: kmeans,", "defaults.partition.method"),
+    ("parts: 4,", "parts: four,", "defaults.partition.parts"),
 ])
-def test_malformed_config_value(repo_copy, edit, field):
+def test_malformed_config_value(repo_copy, old, new, field):
     cfg = repo_copy / "config" / "config.yaml"
-    lines = cfg.read_text().splitlines()
-    key = edit.split(":")[0] + ":"
-    lines = [edit + line.split(",", 1)[1] if line.startswith(key) else line for line in lines]
-    cfg.write_text("\n".join(lines) + "\n")
+    text = cfg.read_text()
+    assert old in text
+    cfg.write_text(text.replace(old, new))
     p = run([str(BIN / "snakemake"), "-n", "--cores", "1"], cwd=repo_copy, check=False)
     assert p.returncode != 0
     assert f"invalid value for '{field}'" in p.stdout + p.stderr

@@ -87,7 +87,9 @@ class FullGraphTrainer:
         t0 = time.perf_counter()
         loss = self.train_step(epoch)
         train_time = time.perf_counter() - t0
-        halo_s, sent, recv = self.halo_stats.seconds, self.halo_stats.bytes_sent, self.halo_stats.bytes_received
+        halo_s = self.halo_stats.seconds
+        traffic = torch.tensor([self.halo_stats.bytes_sent, self.halo_stats.bytes_received], dtype=torch.float64)
+        sent, recv = (int(v) for v in all_reduce_sum(traffic.to(self.ctx.device)).tolist())  # all ranks together
         comm = halo_s + self.reduce_stats.seconds
         t1 = time.perf_counter()
         acc = self.evaluate()
