@@ -1,0 +1,159 @@
+"""Low-bit Module CPU kernels: numba, rows in parallel chunks (``prange``), one kernel pair per bit width.
+
+numba's thread count is numba's setting (``numba.set_num_threads``; ``init_distributed`` matches it to
+torch's intra-op threads, so several ranks on one machine do not oversubscribe it).
+
+Layout in ``lowbit_format``; arithmetic in ``lowbit_scalar`` (shared with the CUDA kernels, so both write
+the same bytes for the same random numbers). Arrays are numpy (zero-copy views of torch CPU tensors).
+
+Each row is read from memory once: its range and finiteness (vectorized), then its codes into a small
+per-chunk scratch (vectorized), then packed. The bit width is a compile-time constant, so the packing
+loops unroll.
+"""
+from __future__ import annotations
+
+import hashlib
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+from numba import njit, prange
+
+from sylvie.comm import lowbit_scalar
+from sylvie.comm.lowbit_scalar import (EXPONENT_FIELD_NONFINITE, F32, I32, dequantize, destination, fp16_value, pow2, quantize,
+                                       reciprocal, row_key, row_params, uniform)
+
+CHUNK_ROWS = 32
+PARALLEL_MIN_ELEMENTS = 1 << 16
+
+# numba's on-disk cache keys a kernel on its own code and closure variables, not on the functions it
+# inlines: closing over a digest of lowbit_scalar.py recompiles the kernels whenever that file changes.
+_SCALAR_DIGEST = hashlib.sha256(Path(lowbit_scalar.__file__).read_bytes()).hexdigest()
+
+
+_WORD = {1: np.uint64, 2: np.uint32, 4: np.uint16, 8: np.uint8}  # the codes of one output byte, as bytes
+
+
+def _compile(bits: int, parallel: bool, digest: str):
+    levels = (1 << bits) - 1
+    per_byte = 8 // bits
+    word = _WORD[bits]
+
+    @njit(parallel=parallel, cache=True)
+    def encode_rows(x, xbits, dest_offset, dest_start, dest_rows, key, uniforms, out, bad):
+        assert len(digest) > 0
+        n, d = x.shape
+        rb = (d * bits + 7) // 8
+        given = uniforms.shape[0] > 0
+        for c in prange((n + CHUNK_ROWS - 1) // CHUNK_ROWS):
+            # codes[j] holds element j's code already shifted to its bit position; the per_byte codes of one
+            # output byte, read as one integer and OR-folded, give that byte.
+            codes = np.zeros(rb * per_byte, np.uint8)
+            words = codes.view(word)
+            pair = np.zeros(2, np.int32)  # min and max back from their order keys, through a float32 view
+            pair_f = pair.view(np.float32)
+            for i in range(c * CHUNK_ROWS, min(n, (c + 1) * CHUNK_ROWS)):
+                # Row range in integers (float min/max reductions do not vectorize in numba): flipping the
+                # low 31 bits of negative floats makes int32 order equal float order. NaN and inf order
+                # beyond every finite value, so they end up as the minimum or the maximum, and the larger
+                # of the two exponent fields is 255 exactly when the row holds one.
+                kmin = I32(0x7FFFFFFF)
+                kmax = I32(-0x80000000)
+                for j in range(d):
+                    b = xbits[i, j]
+                    k = I32(b ^ ((b >> 31) & 0x7FFFFFFF))
+                    kmin = min(kmin, k)
+                    kmax = max(kmax, k)
+                lo_b = I32(kmin ^ ((kmin >> 31) & 0x7FFFFFFF))
+                hi_b = I32(kmax ^ ((kmax >> 31) & 0x7FFFFFFF))
+                emax = max((lo_b >> 23) & 255, (hi_b >> 23) & 255)
+                pair[0] = lo_b
+                pair[1] = hi_b
+                lo = pair_f[0]
+                hi = pair_f[1]
+                if emax == EXPONENT_FIELD_NONFINITE:
+                    bad[i] = 1
+                    continue
+                lo_bits, step_bits, e, grid_min, step = row_params(lo, hi, emax, levels)
+                inv = reciprocal(step)
+                dest = destination(dest_start, i)
+                base = dest_offset[dest]
+                r = i - dest_start[dest]
+                m = dest_rows[dest]
+                out[base + 2 * r] = lo_bits & 255
+                out[base + 2 * r + 1] = lo_bits >> 8
+                out[base + 2 * m + 2 * r] = step_bits & 255
+                out[base + 2 * m + 2 * r + 1] = step_bits >> 8
+                out[base + 4 * m + r] = e & 255
+                p = base + 5 * m + r * rb
+                rk = row_key(key, i)
+                if per_byte == 1:  # 8 bits: a code is a byte
+                    for j in range(d):
+                        u = uniforms[i, j] if given else uniform(rk, j)
+                        out[p + j] = np.uint8(quantize(x[i, j], grid_min, inv, u, levels))
+                    continue
+                if given:
+                    for j in range(d):
+                        q = quantize(x[i, j], grid_min, inv, uniforms[i, j], levels)
+                        codes[j] = np.uint8(q << ((j & (per_byte - 1)) * bits))
+                else:
+                    for j in range(d):
+                        q = quantize(x[i, j], grid_min, inv, uniform(rk, j), levels)
+                        codes[j] = np.uint8(q << ((j & (per_byte - 1)) * bits))
+                for k in range(rb):
+                    w = words[k]
+                    if per_byte >= 8:
+                        w |= w >> word(32)
+                    if per_byte >= 4:
+                        w |= w >> word(16)
+                    if per_byte >= 2:
+                        w |= w >> word(8)
+                    out[p + k] = np.uint8(w & word(255))
+
+    @njit(parallel=parallel, cache=True)
+    def decode_rows(buf, dest_offset, dest_start, dest_rows, out):
+        assert len(digest) > 0
+        n, d = out.shape
+        rb = (d * bits + 7) // 8
+        for c in prange((n + CHUNK_ROWS - 1) // CHUNK_ROWS):
+            codes = np.zeros(rb * per_byte, np.float32)
+            for i in range(c * CHUNK_ROWS, min(n, (c + 1) * CHUNK_ROWS)):
+                dest = destination(dest_start, i)
+                base = dest_offset[dest]
+                r = i - dest_start[dest]
+                m = dest_rows[dest]
+                lo_bits = np.int64(buf[base + 2 * r]) | (np.int64(buf[base + 2 * r + 1]) << 8)
+                step_bits = np.int64(buf[base + 2 * m + 2 * r]) | (np.int64(buf[base + 2 * m + 2 * r + 1]) << 8)
+                e = np.int64(buf[base + 4 * m + r])
+                if e >= 128:
+                    e -= 256
+                unit = pow2(e)
+                grid_min = fp16_value(lo_bits) * unit
+                step = fp16_value(step_bits) * unit
+                p = base + 5 * m + r * rb
+                for k in range(rb):
+                    byte = buf[p + k]
+                    for t in range(per_byte):
+                        codes[k * per_byte + t] = F32((byte >> (t * bits)) & levels)
+                for j in range(d):
+                    out[i, j] = dequantize(codes[j], grid_min, step)
+
+    return encode_rows, decode_rows
+
+
+@lru_cache(maxsize=None)
+def kernels(bits: int, parallel: bool = True):
+    """(encode_rows, decode_rows) for ``bits`` in {1, 2, 4, 8}; compiled on first use, cached on disk.
+    Serial variants serve small messages, where waking numba's thread pool costs more than it saves."""
+    return _compile(bits, parallel, _SCALAR_DIGEST)
+
+
+def encode_rows(x, bits, dest_offset, dest_start, dest_rows, key, uniforms, out, bad):
+    """Quantize float32 ``x`` (n, d) into ``out`` (uint8, zeroed); ``bad[i] = 1`` for rows holding NaN or
+    inf (their bytes are left untouched). ``uniforms`` (n, d) replaces the counter-based RNG unless empty."""
+    kernels(bits, x.size >= PARALLEL_MIN_ELEMENTS)[0](x, x.view(np.int32), dest_offset, dest_start, dest_rows, key, uniforms, out, bad)
+
+
+def decode_rows(buf, bits, dest_offset, dest_start, dest_rows, out):
+    """Decode every row of ``buf`` (uint8) into float32 ``out`` (n, d)."""
+    kernels(bits, out.size >= PARALLEL_MIN_ELEMENTS)[1](buf, dest_offset, dest_start, dest_rows, out)

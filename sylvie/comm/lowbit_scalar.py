@@ -1,0 +1,173 @@
+"""Scalar arithmetic of the Low-bit Module, one source for the CPU (numba) and CUDA (numba-cuda) kernels.
+
+Every function here is ``register_jitable``: plain Python (the CUDA simulator runs it as is) that numba
+compiles into both the CPU and the CUDA kernels. All floating-point values are float32 with explicit casts,
+so the CPU, the GPU and the simulator round identically, and no result depends on whether the compiler
+fuses a multiply and an add (CUDA does by default): every product is either exact or clamped before
+anything is added to it. Powers of two come from a table and exponents from float32 bit patterns, so the
+per-row work has no library calls.
+
+Random numbers are counter based: uniform(key, row, column) is a hash, so any kernel, thread layout or
+device draws the same number for the same element.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba.extending import register_jitable
+
+F32 = np.float32
+I32 = np.int32
+I64 = np.int64
+TWO_POW_M24 = np.float32(1.0 / 16777216.0)
+EXPONENT_MIN, EXPONENT_MAX = -127, 127  # int8 range of the per-row exponent
+FP16_HEADROOM = 14  # a row's largest magnitude maps into [2**13, 2**14): its step stays below fp16's max
+GOLDEN = -1640531527  # 0x9E3779B9 as int32
+POW2 = np.array([2.0 ** e for e in range(-149, 128)], dtype=np.float32)
+EXPONENT_FIELD_NONFINITE = 255
+
+
+@register_jitable
+def hash32(h):
+    """A 32-bit integer hash (lowbias32, Wellons) on int32 bit patterns.
+
+    Products are taken in int64 and truncated, so numba, numba-cuda and numpy (simulator) wrap alike, and
+    LLVM narrows them to 32-bit vector multiplies; shifts are logical through their masks.
+    """
+    h = I32(h)
+    h = I32(h ^ ((h >> 16) & 0xFFFF))
+    h = I32(I64(h) * I64(0x7FEB352D))
+    h = I32(h ^ ((h >> 15) & 0x1FFFF))
+    h = I32(I64(h) * I64(-2073254261))  # 0x846CA68B
+    h = I32(h ^ ((h >> 16) & 0xFFFF))
+    return h
+
+
+@register_jitable
+def row_key(key, row):
+    """Per-row stream key from the message key (int32) and the row's index."""
+    return hash32(I32(key) ^ hash32(I32(I64(row) & 0xFFFFFFFF)))
+
+
+@register_jitable
+def uniform(rkey, col):
+    """U[0, 1) float32 on a 2**-24 grid for element ``col`` of the row with key ``rkey``."""
+    h = hash32(I32(I64(rkey) + I64(I32(I64(col) * I64(GOLDEN)))))
+    return F32((h >> 8) & 0xFFFFFF) * TWO_POW_M24
+
+
+@register_jitable
+def pow2(e):
+    """2**e as float32, e in [-149, 127] (exact; from a table)."""
+    return POW2[e + 149]
+
+
+@register_jitable
+def fp16_directed(v, up):
+    """The fp16 number next to float32 ``v`` (|v| < 65504) towards +inf (``up``) or -inf.
+
+    Returns (bits, value): the fp16 bit pattern and the same number as float32.
+    """
+    if v == F32(0.0):
+        return 0, F32(0.0)
+    neg = v < F32(0.0)
+    a = -v if neg else v
+    ex = 15  # a >= 2**ex, with fp16's subnormal range below 2**-14 sharing the quantum 2**-24
+    while ex > -14 and a < pow2(ex):
+        ex -= 1
+    k = a * pow2(10 - ex)  # exact: the significand in fp16 quanta, [1024, 2048) or below for subnormals
+    if up != neg:
+        kk = np.int64(math.ceil(k))
+    else:
+        kk = np.int64(math.floor(k))
+    if kk == 2048:  # rounded up into the next binade
+        kk = np.int64(1024)
+        ex = ex + 1
+    value = F32(kk) * pow2(ex - 10)
+    if kk >= 1024:
+        bits = ((np.int64(ex) + 15) << 10) | (kk - 1024)
+    else:
+        bits = kk
+    if neg:
+        return bits | 0x8000, -value
+    return bits, value
+
+
+@register_jitable
+def fp16_value(bits):
+    """float32 value of an fp16 bit pattern (finite)."""
+    biased = (bits >> 10) & 31
+    mant = bits & 1023
+    normal = 1 if biased > 0 else 0
+    value = F32(mant + 1024 * normal) * pow2(max(biased, 1) - 25)
+    sign = F32(-1.0) if bits & 0x8000 else F32(1.0)
+    return sign * value
+
+
+@register_jitable
+def row_exponent(biased_max):
+    """The row's power-of-two exponent e from the largest biased float32 exponent field of its elements:
+    the largest magnitude maps into [2**13, 2**14) (tiny rows clamp at 2**-127)."""
+    e = np.int64(biased_max) - (127 + FP16_HEADROOM - 1)
+    if e < EXPONENT_MIN:
+        return EXPONENT_MIN
+    if e > EXPONENT_MAX:
+        return EXPONENT_MAX
+    return e
+
+
+@register_jitable
+def row_params(lo, hi, biased_max, levels):
+    """Quantization grid of a row with minimum ``lo``, maximum ``hi`` and largest biased exponent field
+    ``biased_max``, at ``levels`` = 2**b - 1.
+
+    The transmitted minimum is rounded down and the step up, so the grid covers [lo, hi] and stochastic
+    rounding stays unbiased. Returns (min fp16 bits, step fp16 bits, e, grid minimum, grid step), the last two
+    as float32 in the rows' own units.
+    """
+    e = row_exponent(biased_max)
+    unit, inv_unit = pow2(e), pow2(-e)  # scaling by either is exact
+    lo_bits, lo16 = fp16_directed(lo * inv_unit, False)
+    step_bits, step16 = fp16_directed((hi * inv_unit - lo16) / F32(levels), True)
+    return lo_bits, step_bits, e, lo16 * unit, step16 * unit
+
+
+@register_jitable
+def reciprocal(step):
+    """1 / step, correctly rounded; 0 for a constant row (step 0: every code is 0)."""
+    return F32(1.0) / step if step > F32(0.0) else F32(0.0)
+
+
+@register_jitable
+def quantize(x, grid_min, inv, u, levels):
+    """Stochastic rounding of ``x`` to the grid: the code (int32 in [0, levels]) of the upper neighbour with
+    probability = the remainder, else of the lower one. ``inv`` = reciprocal(step).
+
+    t >= 0 exactly (x >= grid_min), so truncation is floor. The product is clamped before anything is
+    subtracted from it, so no compiler can fuse it into an FMA.
+    """
+    t = min((x - grid_min) * inv, F32(levels))
+    base = I32(t)
+    return base + I32(u < t - F32(base))
+
+
+@register_jitable
+def dequantize(q, grid_min, step):
+    """Decoded value; ``q * step`` is exact (at most 8 + 11 significant bits), so fused or not it rounds once."""
+    return grid_min + F32(q) * step
+
+
+@register_jitable
+def destination(dest_start, row):
+    """Index of the destination whose rows include ``row``: the last one starting at or before it (those
+    before it with the same start are empty)."""
+    lo = 0
+    hi = dest_start.shape[0] - 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if dest_start[mid] <= row:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
