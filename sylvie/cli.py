@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from sylvie.errors import SylvieError
@@ -26,13 +27,18 @@ def _partition(args) -> None:
 
 
 def _train(args) -> None:
+    # torchrun gives each rank OMP_NUM_THREADS (1 when it starts several); numba's kernels (Low-bit Module)
+    # take the same number, as numba's spinning OpenMP workers would otherwise steal the other ranks' cores.
+    # It must be set before numba is imported.
+    if "OMP_NUM_THREADS" in os.environ:
+        os.environ.setdefault("NUMBA_NUM_THREADS", os.environ["OMP_NUM_THREADS"])
     from sylvie.config import section_from_args
     from sylvie.train.run import run_training
 
     model_cfg = section_from_args(args, "model")
     train_cfg = {k: v for k, v in section_from_args(args, "train").items() if k != "seeds"}
     train_cfg["seed"] = args.seed
-    run_training(args.partition, args.out, model_cfg, train_cfg)
+    run_training(args.partition, args.out, model_cfg, train_cfg, section_from_args(args, "comm"))
 
 
 def _evaluate(args) -> None:
@@ -80,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--seed", type=int, default=0, help="seed for weights and dropout (default: 0)")
     add_section_arguments(t, "model")
     add_section_arguments(t, "train", skip=("seeds",))
+    add_section_arguments(t, "comm")
     t.set_defaults(func=_train)
 
     e = sub.add_parser("evaluate", help="whole-graph inference in full precision; writes eval.json",

@@ -18,7 +18,7 @@ import yaml
 from sylvie.errors import SylvieError
 
 SCHEMA_PATH = Path(__file__).parent / "schema" / "config.schema.yaml"
-SECTIONS = ("partition", "model", "train")
+SECTIONS = ("partition", "model", "train", "comm")
 
 
 @lru_cache(maxsize=1)
@@ -57,6 +57,7 @@ class Run:
     partition: dict
     model: dict
     train: dict
+    comm: dict
 
     @property
     def partition_id(self) -> str:

@@ -1,4 +1,4 @@
-"""Counters of time spent in collectives and bytes moved, reset every epoch."""
+"""Counters of time spent in collectives, in encoding/decoding and of bytes moved, reset every epoch."""
 from __future__ import annotations
 
 import time
@@ -8,12 +8,23 @@ from dataclasses import dataclass
 
 @dataclass
 class CommStats:
-    seconds: float = 0.0
-    bytes_sent: int = 0
+    seconds: float = 0.0  # inside collectives
+    codec_seconds: float = 0.0  # encoding before and decoding after them (Low-bit Module)
+    bytes_sent: int = 0  # on the wire
     bytes_received: int = 0
+    fp32_bytes_sent: int = 0  # what the same rows would have taken in fp32
 
     def reset(self) -> None:
-        self.seconds, self.bytes_sent, self.bytes_received = 0.0, 0, 0
+        self.seconds, self.codec_seconds = 0.0, 0.0
+        self.bytes_sent, self.bytes_received, self.fp32_bytes_sent = 0, 0, 0
+
+    def add(self, seconds: float = 0.0, codec_seconds: float = 0.0, sent: int = 0, received: int = 0,
+            fp32_sent: int | None = None) -> None:
+        self.seconds += seconds
+        self.codec_seconds += codec_seconds
+        self.bytes_sent += sent
+        self.bytes_received += received
+        self.fp32_bytes_sent += sent if fp32_sent is None else fp32_sent
 
     @contextmanager
     def timed(self, sent: int = 0, received: int = 0):
@@ -21,6 +32,4 @@ class CommStats:
         try:
             yield
         finally:
-            self.seconds += time.perf_counter() - t0
-            self.bytes_sent += sent
-            self.bytes_received += received
+            self.add(seconds=time.perf_counter() - t0, sent=sent, received=received)

@@ -38,7 +38,9 @@ def summarise(outputs: list[RunOutput]) -> dict:
     test = np.array([o.evaluation["test_acc"] for o in outputs])
     val = np.array([o.evaluation["val_acc"] for o in outputs])
 
-    def mean_of(key):
+    def mean_of(key, default=0.0):
+        if key not in outputs[0].metrics[0]:  # metrics written before the key existed
+            return default
         return float(np.mean([o.series(key).mean() for o in outputs]))
 
     return {
@@ -46,5 +48,7 @@ def summarise(outputs: list[RunOutput]) -> dict:
         "seeds": len(outputs), "test_acc": float(test.mean()), "test_std": float(test.std()),
         "val_acc": float(val.mean()), "epochs": len(outputs[0].metrics),
         "epoch_time": mean_of("epoch_time"), "compute_time": mean_of("compute_time"),
-        "comm_time": mean_of("comm_time"), "mb_sent": mean_of("bytes_sent") / 1e6,
+        "comm_time": mean_of("comm_time"), "codec_time": mean_of("codec_time"),
+        "bits": int(outputs[0].metrics[0].get("bits", 32)), "mb_sent": mean_of("bytes_sent") / 1e6,
+        "compression": mean_of("fp32_bytes_sent", float("nan")) / max(mean_of("bytes_sent"), 1.0),
     }

@@ -16,14 +16,17 @@ from sylvie.report.plots import write_plots
 _CAPTIONS = {
     "loss": "Training loss per epoch, mean over seeds.",
     "accuracy": "Validation (solid) and test (dashed) accuracy per epoch, mean over seeds.",
-    "epoch_time": "Seconds per training epoch, split into computation and communication (halo exchange and "
-                  "gradient all-reduce), mean over epochs and seeds.",
-    "bytes": "Halo bytes sent per epoch by all ranks together (features forward and gradients backward).",
+    "epoch_time": "Seconds per training epoch, split into computation, encoding/decoding of the halo exchange "
+                  "(Low-bit Module) and communication (halo exchange and gradient all-reduce), mean over epochs "
+                  "and seeds.",
+    "bytes": "Halo bytes on the wire per training epoch, all ranks together (features forward and gradients "
+             "backward of layers >= 1; comm.bits sets their width).",
 }
 _COLUMNS = [("run", "run", "{}"), ("dataset", "dataset", "{}"), ("parts", "parts", "{}"), ("arch", "model", "{}"),
             ("seeds", "seeds", "{}"), ("test_acc", "test acc", "{:.2%}"), ("test_std", "± std", "{:.2%}"),
             ("val_acc", "val acc", "{:.2%}"), ("epochs", "epochs", "{}"), ("epoch_time", "s/epoch", "{:.4f}"),
-            ("comm_time", "comm s/epoch", "{:.4f}"), ("mb_sent", "MB sent/epoch", "{:.3f}")]
+            ("comm_time", "comm s/epoch", "{:.4f}"), ("codec_time", "codec s/epoch", "{:.4f}"),
+            ("bits", "bits", "{}"), ("mb_sent", "MB sent/epoch", "{:.3f}"), ("compression", "vs fp32", "{:.1f}x")]
 
 
 def _fmt(fmt: str, v) -> str:

@@ -58,7 +58,7 @@ def write_plots(runs: dict[str, list[RunOutput]], out_dir: Path) -> dict[str, Pa
     paths = {name: out_dir / f"{name}.png" for name in PLOTS}
     _curves(runs, [("loss", "-")], "training loss (mean over seeds)", paths["loss"], logy=True)
     _curves(runs, [("val_acc", "-"), ("test_acc", "--")], "accuracy (mean over seeds)", paths["accuracy"])
-    _bars(runs, [("compute_time", "compute"), ("comm_time", "communication")], "seconds per epoch",
-          paths["epoch_time"])
-    _bars(runs, [("mb_sent", "halo bytes sent per rank")], "MB per epoch", paths["bytes"])
+    _bars(runs, [("compute_time", "compute"), ("codec_time", "encode/decode"), ("comm_time", "communication")],
+          "seconds per epoch", paths["epoch_time"])
+    _bars(runs, [("mb_sent", "halo bytes on the wire, all ranks")], "MB per epoch", paths["bytes"])
     return paths

@@ -17,10 +17,11 @@ from sylvie.atomic import atomic_path
 RESUMABLE_KEYS = ("epochs", "checkpoint_every", "log_every", "device", "progress")
 
 
-def run_fingerprint(model_cfg: dict, train_cfg: dict, partition_fingerprint: str, num_parts: int) -> str:
+def run_fingerprint(model_cfg: dict, train_cfg: dict, partition_fingerprint: str, num_parts: int,
+                    comm_cfg: dict | None = None) -> str:
     fixed = {k: v for k, v in train_cfg.items() if k not in RESUMABLE_KEYS}
-    blob = json.dumps({"model": model_cfg, "train": fixed, "partition": partition_fingerprint, "parts": num_parts},
-                      sort_keys=True)
+    blob = json.dumps({"model": model_cfg, "train": fixed, "partition": partition_fingerprint, "parts": num_parts,
+                       "comm": comm_cfg or {}}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 

@@ -43,3 +43,4 @@ def all_reduce_sum(t: torch.Tensor) -> torch.Tensor:
 def shutdown() -> None:
     if dist.is_initialized():
         dist.destroy_process_group()
+

@@ -20,4 +20,4 @@ def format_epoch(r: dict, epochs: int) -> str:
     """The one log line per epoch."""
     return (f"epoch {r['epoch'] + 1:>4}/{epochs} | loss {r['loss']:.4f} | train {r['train_acc']:.4f} | "
             f"val {r['val_acc']:.4f} | test {r['test_acc']:.4f} | {r['epoch_time']:.3f} s "
-            f"(comm {r['comm_time']:.3f} s) | sent {r['bytes_sent'] / 1e6:.2f} MB")
+            f"(comm {r['comm_time']:.3f} s) | sent {r['bytes_sent'] / 1e6:.2f} MB at {r.get('bits', 32)} bits")

@@ -21,7 +21,8 @@ def _log(msg: str) -> None:
     tqdm.write(msg, file=sys.stderr)
 
 
-def run_training(partition_dir: str | Path, out_dir: str | Path, model_cfg: dict, train_cfg: dict) -> dict | None:
+def run_training(partition_dir: str | Path, out_dir: str | Path, model_cfg: dict, train_cfg: dict,
+                 comm_cfg: dict | None = None) -> dict | None:
     """Train on the partition under ``partition_dir``; rank 0 writes ``model.pt`` and ``metrics.jsonl``.
 
     Checkpoints go to ``out_dir/checkpoints/last.pt`` every ``checkpoint_every`` epochs; a restart with
@@ -35,8 +36,9 @@ def run_training(partition_dir: str | Path, out_dir: str | Path, model_cfg: dict
             raise SylvieError(f"{partition_dir} has {manifest['num_parts']} parts but {ctx.world} ranks were started; "
                               f"launch with torchrun --nproc-per-node {manifest['num_parts']}")
         shard = read_shard(partition_dir, ctx.rank, manifest)
-        trainer = FullGraphTrainer(ctx, shard, model_cfg, train_cfg)
-        fingerprint = run_fingerprint(model_cfg, train_cfg, manifest["dataset_fingerprint"], manifest["num_parts"])
+        trainer = FullGraphTrainer(ctx, shard, model_cfg, train_cfg, comm_cfg)
+        fingerprint = run_fingerprint(model_cfg, train_cfg, manifest["dataset_fingerprint"], manifest["num_parts"],
+                                      trainer.comm_cfg)
         ckpt_path = out_dir / "checkpoints" / "last.pt"
         state = load_checkpoint(ckpt_path, fingerprint)
         records, best, start = [], None, 0
@@ -70,6 +72,7 @@ def run_training(partition_dir: str | Path, out_dir: str | Path, model_cfg: dict
                    "setup_bytes": trainer.setup_bytes, "num_parts": ctx.world}
         with atomic_path(out_dir / "model.pt") as tmp:
             torch.save({"model": best["model"], "model_cfg": model_cfg, "train_cfg": train_cfg,
+                        "comm_cfg": trainer.comm_cfg,
                         "in_feats": manifest["num_features"], "num_classes": manifest["num_classes"],
                         "dataset_fingerprint": manifest["dataset_fingerprint"], "summary": summary}, tmp)
         write_jsonl(out_dir / "metrics.jsonl", records)

@@ -13,7 +13,9 @@ import torch.nn.functional as F
 
 from sylvie.comm.halo_exchange import HaloExchange
 from sylvie.comm.halo_plan import HaloPlan
+from sylvie.comm.lowbit_format import FULL_PRECISION
 from sylvie.comm.stats import CommStats
+from sylvie.config import section_defaults
 from sylvie.models import build_model
 from sylvie.partition.shard_format import Shard
 from sylvie.train.distributed import Context, all_reduce_sum
@@ -23,16 +25,23 @@ SPLITS = ("train", "val", "test")
 
 
 class FullGraphTrainer:
-    def __init__(self, ctx: Context, shard: Shard, model_cfg: dict, train_cfg: dict):
+    """``comm_cfg['bits']`` quantizes the training exchanges of layers >= 1 (Low-bit Module); evaluation
+    exchanges in fp32, so accuracies measure the model, not the wire."""
+
+    def __init__(self, ctx: Context, shard: Shard, model_cfg: dict, train_cfg: dict, comm_cfg: dict | None = None):
         self.ctx, self.cfg = ctx, train_cfg
+        self.comm_cfg = {**section_defaults("comm"), **(comm_cfg or {})}
         dev = ctx.device
-        self.halo_stats, self.reduce_stats = CommStats(), CommStats()
-        self.halo = HaloExchange(HaloPlan.build(shard, dev), self.halo_stats)
+        self.halo_stats, self.reduce_stats, self.eval_stats = CommStats(), CommStats(), CommStats()
+        plan = HaloPlan.build(shard, dev)
+        self.halo = HaloExchange(plan, self.halo_stats, self.comm_cfg["bits"], train_cfg["seed"], ctx.rank)
+        self.eval_halo = HaloExchange(plan, self.eval_stats, FULL_PRECISION)
         self.block = shard_block(shard, model_cfg["self_loop"], dev)
         x_inner = torch.tensor(shard.feat, device=dev)  # a copy: shard arrays are read-only Arrow memory
         with torch.no_grad():  # layer-0 halo features: exchanged once, in full precision
-            self.x = torch.cat([x_inner, self.halo(x_inner, 0)])
-        self.setup_bytes = self.halo_stats.bytes_sent
+            self.x = torch.cat([x_inner, self.eval_halo(x_inner, 0)])
+        setup = torch.tensor([float(self.eval_stats.bytes_sent)], dtype=torch.float64, device=dev)
+        self.setup_bytes = int(all_reduce_sum(setup).item())  # all ranks together
         self.labels = torch.tensor(shard.label, device=dev)
         self.masks = {s: torch.tensor(getattr(shard, s), device=dev) for s in SPLITS}
         self.train_idx = self.masks["train"].nonzero().squeeze(1)
@@ -59,6 +68,7 @@ class FullGraphTrainer:
         """One full-graph step; returns the global mean training loss."""
         # Dropout masks depend only on (seed, epoch, rank), so a resumed run repeats them exactly.
         torch.manual_seed(self.cfg["seed"] * 1_000_003 + epoch * self.ctx.world + self.ctx.rank)
+        self.halo.begin_round(epoch)
         self.model.train()
         self.opt.zero_grad(set_to_none=True)
         logits = self.model(self.block, self.x, self.halo)
@@ -73,7 +83,7 @@ class FullGraphTrainer:
     def evaluate(self) -> dict[str, float]:
         """Accuracy on the train / val / test nodes of all ranks (eval mode: no dropout)."""
         self.model.eval()
-        pred = self.model(self.block, self.x, self.halo).argmax(1)
+        pred = self.model(self.block, self.x, self.eval_halo).argmax(1)
         right = pred == self.labels
         counts = torch.tensor([[float((right & self.masks[s]).sum()), float(self.masks[s].sum())] for s in SPLITS],
                               dtype=torch.float64)
@@ -87,16 +97,17 @@ class FullGraphTrainer:
         t0 = time.perf_counter()
         loss = self.train_step(epoch)
         train_time = time.perf_counter() - t0
-        halo_s = self.halo_stats.seconds
-        traffic = torch.tensor([self.halo_stats.bytes_sent, self.halo_stats.bytes_received], dtype=torch.float64)
-        sent, recv = (int(v) for v in all_reduce_sum(traffic.to(self.ctx.device)).tolist())  # all ranks together
-        comm = halo_s + self.reduce_stats.seconds
+        halo = self.halo_stats
+        traffic = torch.tensor([halo.bytes_sent, halo.bytes_received, halo.fp32_bytes_sent], dtype=torch.float64)
+        sent, recv, fp32_sent = (int(v) for v in all_reduce_sum(traffic.to(self.ctx.device)).tolist())  # all ranks
+        comm = halo.seconds + self.reduce_stats.seconds
         t1 = time.perf_counter()
         acc = self.evaluate()
         return {
             "epoch": epoch, "loss": loss, **acc,
-            "epoch_time": train_time, "compute_time": train_time - comm, "comm_time": comm,
-            "halo_time": halo_s, "allreduce_time": self.reduce_stats.seconds,
-            "bytes_sent": sent, "bytes_received": recv, "allreduce_bytes": self.reduce_stats.bytes_sent,
+            "epoch_time": train_time, "compute_time": train_time - comm - halo.codec_seconds, "comm_time": comm,
+            "halo_time": halo.seconds, "codec_time": halo.codec_seconds, "allreduce_time": self.reduce_stats.seconds,
+            "bits": self.comm_cfg["bits"], "bytes_sent": sent, "bytes_received": recv, "fp32_bytes_sent": fp32_sent,
+            "allreduce_bytes": self.reduce_stats.bytes_sent,
             "eval_time": time.perf_counter() - t1,
         }

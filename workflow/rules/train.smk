@@ -10,6 +10,7 @@ rule train:
         parts=lambda wc: RUNS[wc.run].partition["parts"],
         model=lambda wc: cli_arguments("model", RUNS[wc.run].model),
         train=lambda wc: cli_arguments("train", RUNS[wc.run].train, skip=("seeds",)),
+        comm=lambda wc: cli_arguments("comm", RUNS[wc.run].comm),
     threads: lambda wc: RUNS[wc.run].partition["parts"]
     log:
         "logs/train/{run}/seed{seed}.log",
@@ -18,4 +19,4 @@ rule train:
     shell:
         "torchrun --standalone --nproc-per-node {params.parts} --no-python "
         "sylvie train --partition {input} --out results/{wildcards.run}/seed{wildcards.seed} "
-        "--seed {wildcards.seed} {params.model} {params.train} --no-progress > {log} 2>&1"
+        "--seed {wildcards.seed} {params.model} {params.train} {params.comm} --no-progress > {log} 2>&1"
