@@ -145,7 +145,8 @@ def _compile(bits: int, parallel: bool, digest: str):
 def kernels(bits: int, parallel: bool = True):
     """(encode_rows, decode_rows) for ``bits`` in {1, 2, 4, 8}; compiled on first use, cached on disk.
     Serial variants serve small messages, where waking numba's thread pool costs more than it saves."""
-    return _compile(bits, parallel, _SCALAR_DIGEST)
+    # The cache key holds the kernels' closure variables, not the decorator's options: the digest names both.
+    return _compile(bits, parallel, f"{_SCALAR_DIGEST}-{'parallel' if parallel else 'serial'}")
 
 
 def encode_rows(x, bits, dest_offset, dest_start, dest_rows, key, uniforms, out, bad):
