@@ -39,6 +39,13 @@ def _train(args) -> None:
     train_cfg = {k: v for k, v in section_from_args(args, "train").items() if k != "seeds"}
     train_cfg["seed"] = args.seed
     run_training(args.partition, args.out, model_cfg, train_cfg, section_from_args(args, "comm"))
+    if "LOCAL_RANK" in os.environ:
+        # Under torchrun: outputs are written and closed, the process group is gone. Skip the C++ static
+        # destructors at interpreter exit (gloo, libxsmm), which can abort ("terminate called without an
+        # active exception") and turn a finished run into a failed job.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
 
 
 def _evaluate(args) -> None:

@@ -40,7 +40,11 @@ def all_reduce_sum(t: torch.Tensor) -> torch.Tensor:
     return t
 
 
-def shutdown() -> None:
+def shutdown(finished: bool = False) -> None:
+    """Leave the process group. After a finished run every rank first waits for the others (rank 0 writes
+    the outputs last), so no rank tears down its connections while a peer still uses them."""
     if dist.is_initialized():
+        if finished and dist.get_world_size() > 1:
+            dist.barrier()
         dist.destroy_process_group()
 

@@ -31,6 +31,7 @@ def run_training(partition_dir: str | Path, out_dir: str | Path, model_cfg: dict
     out_dir = Path(out_dir)
     manifest = read_manifest(partition_dir)
     ctx = init_distributed(train_cfg["device"])
+    finished = False
     try:
         if ctx.world != manifest["num_parts"]:
             raise SylvieError(f"{partition_dir} has {manifest['num_parts']} parts but {ctx.world} ranks were started; "
@@ -65,6 +66,7 @@ def run_training(partition_dir: str | Path, out_dir: str | Path, model_cfg: dict
                                             "best": best, "model": trainer.model.state_dict(),
                                             "optimizer": trainer.opt.state_dict()})
         if ctx.rank != 0:
+            finished = True
             return None
         if best is None:
             raise SylvieError(f"train.epochs={epochs}: nothing to train; set epochs >= 1")
@@ -78,6 +80,7 @@ def run_training(partition_dir: str | Path, out_dir: str | Path, model_cfg: dict
         write_jsonl(out_dir / "metrics.jsonl", records)
         _log(f"best val {best['val_acc']:.4f} at epoch {best['epoch'] + 1}, test {best['test_acc']:.4f}; "
              f"wrote {out_dir / 'model.pt'}")
+        finished = True
         return summary
     finally:
-        shutdown()
+        shutdown(finished)
