@@ -1,7 +1,7 @@
 """Low-bit Module CPU kernels: numba, rows in parallel chunks (``prange``), one kernel pair per bit width.
 
-numba's thread count is numba's setting (``numba.set_num_threads``; ``init_distributed`` matches it to
-torch's intra-op threads, so several ranks on one machine do not oversubscribe it).
+numba's thread count is numba's setting (``NUMBA_NUM_THREADS``; ``sylvie train`` sets it from
+``OMP_NUM_THREADS`` before numba loads, so several ranks on one machine do not oversubscribe it).
 
 Layout in ``lowbit_format``; arithmetic in ``lowbit_scalar`` (shared with the CUDA kernels, so both write
 the same bytes for the same random numbers). Arrays are numpy (zero-copy views of torch CPU tensors).
@@ -20,8 +20,9 @@ import numpy as np
 from numba import njit, prange
 
 from sylvie.comm import lowbit_scalar
-from sylvie.comm.lowbit_scalar import (EXPONENT_FIELD_NONFINITE, F32, I32, dequantize, destination, fp16_value, pow2, quantize,
-                                       reciprocal, row_key, row_params, uniform)
+from sylvie.comm.lowbit_scalar import (EXPONENT_FIELD_NONFINITE, F32, I32, dequantize, order_key, quantize,
+                                       range_exponent_field, read_row_grid, reciprocal, row_key, row_params,
+                                       row_place, uniform, write_row_header)
 
 CHUNK_ROWS = 32
 PARALLEL_MIN_ELEMENTS = 1 << 16
@@ -53,38 +54,22 @@ def _compile(bits: int, parallel: bool, digest: str):
             pair = np.zeros(2, np.int32)  # min and max back from their order keys, through a float32 view
             pair_f = pair.view(np.float32)
             for i in range(c * CHUNK_ROWS, min(n, (c + 1) * CHUNK_ROWS)):
-                # Row range in integers (float min/max reductions do not vectorize in numba): flipping the
-                # low 31 bits of negative floats makes int32 order equal float order. NaN and inf order
-                # beyond every finite value, so they end up as the minimum or the maximum, and the larger
-                # of the two exponent fields is 255 exactly when the row holds one.
-                kmin = I32(0x7FFFFFFF)
+                kmin = I32(0x7FFFFFFF)  # the row's range in order keys, one vectorized pass
                 kmax = I32(-0x80000000)
                 for j in range(d):
-                    b = xbits[i, j]
-                    k = I32(b ^ ((b >> 31) & 0x7FFFFFFF))
+                    k = order_key(xbits[i, j])
                     kmin = min(kmin, k)
                     kmax = max(kmax, k)
-                lo_b = I32(kmin ^ ((kmin >> 31) & 0x7FFFFFFF))
-                hi_b = I32(kmax ^ ((kmax >> 31) & 0x7FFFFFFF))
-                emax = max((lo_b >> 23) & 255, (hi_b >> 23) & 255)
-                pair[0] = lo_b
-                pair[1] = hi_b
-                lo = pair_f[0]
-                hi = pair_f[1]
+                emax = range_exponent_field(kmin, kmax)
                 if emax == EXPONENT_FIELD_NONFINITE:
                     bad[i] = 1
                     continue
-                lo_bits, step_bits, e, grid_min, step = row_params(lo, hi, emax, levels)
+                pair[0] = order_key(kmin)
+                pair[1] = order_key(kmax)
+                lo_bits, step_bits, e, grid_min, step = row_params(pair_f[0], pair_f[1], emax, levels)
                 inv = reciprocal(step)
-                dest = destination(dest_start, i)
-                base = dest_offset[dest]
-                r = i - dest_start[dest]
-                m = dest_rows[dest]
-                out[base + 2 * r] = lo_bits & 255
-                out[base + 2 * r + 1] = lo_bits >> 8
-                out[base + 2 * m + 2 * r] = step_bits & 255
-                out[base + 2 * m + 2 * r + 1] = step_bits >> 8
-                out[base + 4 * m + r] = e & 255
+                base, r, m = row_place(dest_offset, dest_start, dest_rows, i)
+                write_row_header(out, base, r, m, lo_bits, step_bits, e)
                 p = base + 5 * m + r * rb
                 rk = row_key(key, i)
                 if per_byte == 1:  # 8 bits: a code is a byte
@@ -118,18 +103,8 @@ def _compile(bits: int, parallel: bool, digest: str):
         for c in prange((n + CHUNK_ROWS - 1) // CHUNK_ROWS):
             codes = np.zeros(rb * per_byte, np.float32)
             for i in range(c * CHUNK_ROWS, min(n, (c + 1) * CHUNK_ROWS)):
-                dest = destination(dest_start, i)
-                base = dest_offset[dest]
-                r = i - dest_start[dest]
-                m = dest_rows[dest]
-                lo_bits = np.int64(buf[base + 2 * r]) | (np.int64(buf[base + 2 * r + 1]) << 8)
-                step_bits = np.int64(buf[base + 2 * m + 2 * r]) | (np.int64(buf[base + 2 * m + 2 * r + 1]) << 8)
-                e = np.int64(buf[base + 4 * m + r])
-                if e >= 128:
-                    e -= 256
-                unit = pow2(e)
-                grid_min = fp16_value(lo_bits) * unit
-                step = fp16_value(step_bits) * unit
+                base, r, m = row_place(dest_offset, dest_start, dest_rows, i)
+                grid_min, step = read_row_grid(buf, base, r, m)
                 p = base + 5 * m + r * rb
                 for k in range(rb):
                     byte = buf[p + k]

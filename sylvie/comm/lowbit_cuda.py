@@ -15,8 +15,9 @@ from functools import lru_cache
 import numpy as np
 from numba import cuda, float32, int32
 
-from sylvie.comm.lowbit_scalar import (EXPONENT_FIELD_NONFINITE, F32, I32, dequantize, destination, fp16_value, pow2, quantize,
-                                       reciprocal, row_key, row_params, uniform)
+from sylvie.comm.lowbit_scalar import (EXPONENT_FIELD_NONFINITE, F32, I32, dequantize, order_key, quantize,
+                                       range_exponent_field, read_row_grid, reciprocal, row_key, row_params,
+                                       row_place, uniform, write_row_header)
 
 THREADS_PER_ROW = 32
 ROWS_PER_BLOCK = 8
@@ -33,17 +34,14 @@ def _encode(x, xbits, bits, dest_offset, dest_start, dest_rows, key, uniforms, o
     kmax_s = cuda.shared.array((ROWS_PER_BLOCK, THREADS_PER_ROW), int32)
     vmin_s = cuda.shared.array((ROWS_PER_BLOCK, THREADS_PER_ROW), float32)
     vmax_s = cuda.shared.array((ROWS_PER_BLOCK, THREADS_PER_ROW), float32)
-    # Order keys: flipping the low 31 bits of negative floats makes int32 order equal float order; NaN and
-    # inf order beyond every finite value (exponent field 255 then shows in the minimum or the maximum).
-    # Each key travels with its element's value.
+    # The row's range in order keys (lowbit_scalar.order_key); each key travels with its element's value.
     kmin = I32(0x7FFFFFFF)
     kmax = I32(-0x80000000)
     vmin = F32(0.0)
     vmax = F32(0.0)
     if i < n:
         for j in range(tx, d, THREADS_PER_ROW):
-            b = xbits[i, j]
-            k = I32(b ^ ((b >> 31) & 0x7FFFFFFF))
+            k = order_key(xbits[i, j])
             if k < kmin:
                 kmin = k
                 vmin = x[i, j]
@@ -68,10 +66,7 @@ def _encode(x, xbits, bits, dest_offset, dest_start, dest_rows, key, uniforms, o
         s //= 2
     if i >= n:
         return
-    kmin = kmin_s[ty, 0]
-    kmax = kmax_s[ty, 0]
-    emax = max((I32(kmin ^ ((kmin >> 31) & 0x7FFFFFFF)) >> 23) & 255,
-               (I32(kmax ^ ((kmax >> 31) & 0x7FFFFFFF)) >> 23) & 255)
+    emax = range_exponent_field(kmin_s[ty, 0], kmax_s[ty, 0])
     if emax == EXPONENT_FIELD_NONFINITE:
         if tx == 0:
             bad[i] = 1
@@ -83,16 +78,9 @@ def _encode(x, xbits, bits, dest_offset, dest_start, dest_rows, key, uniforms, o
     rb = (d * bits + 7) // 8
     lo_bits, step_bits, e, grid_min, step = row_params(lo, hi, emax, levels)
     inv = reciprocal(step)
-    dest = destination(dest_start, i)
-    base = dest_offset[dest]
-    r = i - dest_start[dest]
-    m = dest_rows[dest]
+    base, r, m = row_place(dest_offset, dest_start, dest_rows, i)
     if tx == 0:
-        out[base + 2 * r] = lo_bits & 255
-        out[base + 2 * r + 1] = lo_bits >> 8
-        out[base + 2 * m + 2 * r] = step_bits & 255
-        out[base + 2 * m + 2 * r + 1] = step_bits >> 8
-        out[base + 4 * m + r] = e & 255
+        write_row_header(out, base, r, m, lo_bits, step_bits, e)
     given = uniforms.shape[0] > 0
     rk = row_key(key, i)
     p = base + 5 * m + r * rb
@@ -114,18 +102,8 @@ def _decode(buf, bits, dest_offset, dest_start, dest_rows, out):
     d = out.shape[1]
     if i >= n:
         return
-    dest = destination(dest_start, i)
-    base = dest_offset[dest]
-    r = i - dest_start[dest]
-    m = dest_rows[dest]
-    lo_bits = np.int64(buf[base + 2 * r]) | (np.int64(buf[base + 2 * r + 1]) << 8)
-    step_bits = np.int64(buf[base + 2 * m + 2 * r]) | (np.int64(buf[base + 2 * m + 2 * r + 1]) << 8)
-    e = np.int64(buf[base + 4 * m + r])
-    if e >= 128:
-        e -= 256
-    unit = pow2(e)
-    grid_min = fp16_value(lo_bits) * unit
-    step = fp16_value(step_bits) * unit
+    base, r, m = row_place(dest_offset, dest_start, dest_rows, i)
+    grid_min, step = read_row_grid(buf, base, r, m)
     levels = (1 << bits) - 1
     rb = (d * bits + 7) // 8
     p = base + 5 * m + r * rb

@@ -172,3 +172,47 @@ def destination(dest_start, row):
         else:
             hi = mid - 1
     return lo
+
+
+@register_jitable
+def order_key(b):
+    """int32 order key of a float32 bit pattern (and back: the map is its own inverse). Flipping the low 31
+    bits of negative floats makes int32 order equal float order; NaN and inf order beyond every finite
+    value (float min/max reductions do not vectorize in numba; integer ones do)."""
+    return I32(b ^ ((b >> 31) & 0x7FFFFFFF))
+
+
+@register_jitable
+def range_exponent_field(kmin, kmax):
+    """Largest biased exponent field of a row, from the order keys of its minimum and maximum: 255 exactly
+    when the row holds NaN or inf (they end up as the minimum or the maximum)."""
+    return max((order_key(kmin) >> 23) & 255, (order_key(kmax) >> 23) & 255)
+
+
+@register_jitable
+def row_place(dest_offset, dest_start, dest_rows, row):
+    """(byte offset of the row's destination buffer, row's index in it, rows in that buffer)."""
+    dest = destination(dest_start, row)
+    return dest_offset[dest], row - dest_start[dest], dest_rows[dest]
+
+
+@register_jitable
+def write_row_header(out, base, r, m, min_bits, step_bits, e):
+    """Row r's fp16 minimum, fp16 step and int8 exponent into the buffer of m rows at ``base``."""
+    out[base + 2 * r] = min_bits & 255
+    out[base + 2 * r + 1] = min_bits >> 8
+    out[base + 2 * m + 2 * r] = step_bits & 255
+    out[base + 2 * m + 2 * r + 1] = step_bits >> 8
+    out[base + 4 * m + r] = e & 255
+
+
+@register_jitable
+def read_row_grid(buf, base, r, m):
+    """(grid minimum, grid step) of row r as float32, from the header written by write_row_header."""
+    min_bits = np.int64(buf[base + 2 * r]) | (np.int64(buf[base + 2 * r + 1]) << 8)
+    step_bits = np.int64(buf[base + 2 * m + 2 * r]) | (np.int64(buf[base + 2 * m + 2 * r + 1]) << 8)
+    e = np.int64(buf[base + 4 * m + r])
+    if e >= 128:
+        e -= 256
+    unit = pow2(e)
+    return fp16_value(min_bits) * unit, fp16_value(step_bits) * unit
