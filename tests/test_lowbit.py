@@ -11,7 +11,7 @@ import torch
 from conftest import REPO
 from sylvie.comm.lowbit import NonFiniteRowsError, decode, encode, message_key
 from sylvie.comm.lowbit_format import Layout, buffer_bytes, row_bytes
-from sylvie.comm.lowbit_scalar import fp16_value
+from sylvie.comm.lowbit_scalar import fp16_directed, fp16_value
 
 
 def rows_of_many_kinds(n=12, d=37, seed=0):
@@ -97,6 +97,31 @@ def test_1_bit_at_256_features_takes_at_most_a_25th_of_fp32():
     assert enc.buffer.numel() <= x.numel() * 4 / 25
     # per row 32 code bytes + fp16 min + fp16 step + int8 exponent; each peer's buffer padded to 8 bytes
     assert enc.buffer.numel() == 2 * 9256 + 18504
+
+
+def test_fp16_rounding_of_the_row_header_matches_numpy_float16():
+    """The header's fp16 min (rounded down) and step (rounded up), computed on float32 bit patterns, against
+    numpy's float16 (round to nearest, then one step toward the required direction), normals, subnormals and
+    the edges."""
+    from numba import njit
+    directed = njit(lambda v, up: fp16_directed(v, up))
+    rng = np.random.default_rng(0)
+    vals = rng.standard_normal(5000) * 10.0 ** rng.uniform(-10, 4.7, 5000)
+    edges = [0.0, -0.0, 65504.0, -65504.0, 2.0 ** -24, 2.0 ** -25, 3 * 2.0 ** -26, 2.0 ** -14, 2.0 ** -14 * (1 - 2 ** -11),
+             1.0, 2047.5, 2048 - 2 ** -10, 65500.0, 1e-40]
+    vals = np.concatenate([vals, edges, np.negative(edges)]).astype(np.float32)
+    vals = vals[np.abs(vals) <= 65504]
+    for v in vals:
+        for up in (True, False):
+            ref = np.float16(v)
+            if up and np.float32(ref) < v:
+                ref = np.nextafter(ref, np.float16(np.inf))
+            if not up and np.float32(ref) > v:
+                ref = np.nextafter(ref, np.float16(-np.inf))
+            bits, value = directed(v, up)
+            got = np.array([bits], np.uint16).view(np.float16)[0]
+            assert np.float32(got) == np.float32(ref) == value, (v, up, got, ref, value)
+            assert float(fp16_value(int(bits))) == float(ref)
 
 
 def test_layout_sizes_and_alignment():

@@ -51,10 +51,22 @@ def row_key(key, row):
 
 
 @register_jitable
+def counter(rkey, col):
+    """The RNG counter of element ``col`` of the row with key ``rkey``: rkey + col * golden ratio (int32,
+    wrapping). A loop over a row can step it by ``GOLDEN`` instead of multiplying."""
+    return I32(I64(rkey) + I64(I32(I64(col) * I64(GOLDEN))))
+
+
+@register_jitable
+def uniform_at(ctr):
+    """U[0, 1) float32 on a 2**-24 grid for the RNG counter ``ctr``."""
+    return F32((hash32(ctr) >> 8) & 0xFFFFFF) * TWO_POW_M24
+
+
+@register_jitable
 def uniform(rkey, col):
     """U[0, 1) float32 on a 2**-24 grid for element ``col`` of the row with key ``rkey``."""
-    h = hash32(I32(I64(rkey) + I64(I32(I64(col) * I64(GOLDEN)))))
-    return F32((h >> 8) & 0xFFFFFF) * TWO_POW_M24
+    return uniform_at(counter(rkey, col))
 
 
 @register_jitable
@@ -67,31 +79,26 @@ def pow2(e):
 def fp16_directed(v, up):
     """The fp16 number next to float32 ``v`` (|v| < 65504) towards +inf (``up``) or -inf.
 
-    Returns (bits, value): the fp16 bit pattern and the same number as float32.
+    Returns (bits, value): the fp16 bit pattern and the same number as float32. Integer work on the float32
+    bit pattern, branch free: it runs twice per row, where a libm frexp or a loop costs more than the row.
     """
-    if v == F32(0.0):
-        return 0, F32(0.0)
     neg = v < F32(0.0)
-    a = -v if neg else v
-    ex = 15  # a >= 2**ex, with fp16's subnormal range below 2**-14 sharing the quantum 2**-24
-    while ex > -14 and a < pow2(ex):
-        ex -= 1
-    k = a * pow2(10 - ex)  # exact: the significand in fp16 quanta, [1024, 2048) or below for subnormals
-    if up != neg:
-        kk = np.int64(math.ceil(k))
-    else:
-        kk = np.int64(math.floor(k))
-    if kk == 2048:  # rounded up into the next binade
-        kk = np.int64(1024)
-        ex = ex + 1
+    b = I64(F32(v).view(I32)) & 0x7FFFFFFF  # |v|
+    field = b >> 23
+    normal32 = I64(1) if field > 0 else I64(0)
+    sig = (b & 0x7FFFFF) | (normal32 << 23)  # |v| = sig * 2**(max(field, 1) - 150)
+    ex = max(field - 127, -14)  # fp16 exponent; below 2**-14 fp16's subnormals share the quantum 2**-24
+    shift = min(ex + 140 - max(field, 1), 31)  # from float32's quantum to fp16's: 13, more for subnormals
+    kk = sig >> shift  # the significand in fp16 quanta, [0, 2048)
+    inexact = (sig & ((I64(1) << shift) - 1)) != 0
+    kk = kk + (I64(1) if (up != neg) and inexact else I64(0))  # magnitude rounded down or up
+    carry = kk >> 11  # 1 when rounded up into the next binade (kk == 2048)
+    kk = kk >> carry
+    ex = ex + carry
     value = F32(kk) * pow2(ex - 10)
-    if kk >= 1024:
-        bits = ((np.int64(ex) + 15) << 10) | (kk - 1024)
-    else:
-        bits = kk
-    if neg:
-        return bits | 0x8000, -value
-    return bits, value
+    normal = kk >> 10
+    bits = (((ex + 15) << 10) | (kk - 1024)) * normal + kk * (1 - normal)
+    return bits | (0x8000 if neg else 0), -value if neg else value
 
 
 @register_jitable
