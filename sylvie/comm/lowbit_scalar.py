@@ -85,20 +85,16 @@ def fp16_directed(v, up):
     neg = v < F32(0.0)
     b = I64(F32(v).view(I32)) & 0x7FFFFFFF  # |v|
     field = b >> 23
-    normal32 = I64(1) if field > 0 else I64(0)
-    sig = (b & 0x7FFFFF) | (normal32 << 23)  # |v| = sig * 2**(max(field, 1) - 150)
-    ex = max(field - 127, -14)  # fp16 exponent; below 2**-14 fp16's subnormals share the quantum 2**-24
-    shift = min(ex + 140 - max(field, 1), 31)  # from float32's quantum to fp16's: 13, more for subnormals
-    kk = sig >> shift  # the significand in fp16 quanta, [0, 2048)
-    inexact = (sig & ((I64(1) << shift) - 1)) != 0
-    kk = kk + (I64(1) if (up != neg) and inexact else I64(0))  # magnitude rounded down or up
-    carry = kk >> 11  # 1 when rounded up into the next binade (kk == 2048)
-    kk = kk >> carry
-    ex = ex + carry
-    value = F32(kk) * pow2(ex - 10)
-    normal = kk >> 10
-    bits = (((ex + 15) << 10) | (kk - 1024)) * normal + kk * (1 - normal)
-    return bits | (0x8000 if neg else 0), -value if neg else value
+    sig = (b & 0x7FFFFF) | (I64(0x800000) if field > 0 else I64(0))  # |v| = sig 2**(max(field, 1) - 150)
+    normal = field >= 113  # |v| >= 2**-14: an fp16 normal; below, fp16's subnormals (quantum 2**-24)
+    shift = I64(13) if normal else min(126 - max(field, I64(1)), I64(31))  # float32 quanta to fp16 quanta
+    kk = sig >> shift
+    # fp16 bits: exponent field (field - 112) over the 10 kept significand bits, or the subnormal count
+    h = (((field - 112) << 10) + kk - 1024) if normal else kk
+    # rounding the magnitude up adds one quantum; a carry out of the significand bumps the exponent
+    h += I64(1) if (up != neg) and (sig & ((I64(1) << shift) - 1)) != 0 else I64(0)
+    value = fp16_value(h)
+    return h | (0x8000 if neg else 0), -value if neg else value
 
 
 @register_jitable
