@@ -67,7 +67,7 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=1_000_000, help="N rows per message")
     ap.add_argument("--dims", type=int, nargs="+", default=[128, 256, 602], help="feature dimensions D")
     ap.add_argument("--bits", type=int, nargs="+", default=[1, 2, 4, 8])
-    ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--repeats", type=int, default=9)
     args = ap.parse_args()
     if args.device == "cuda" and not torch.cuda.is_available():
         raise SystemExit("--device cuda: no CUDA device visible to torch")
