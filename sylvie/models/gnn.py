@@ -49,9 +49,12 @@ class GNN(nn.Module):
         h = x
         for i, conv in enumerate(self.convs):
             if i > 0:
-                h = self.dropout(h)
+                # Halo rows travel before dropout: each rank drops out its own source rows, and what goes on
+                # the wire is a function of the weights alone, so it changes slowly from epoch to epoch
+                # (what stale, pipelined halo data relies on) and carries no dropout noise.
                 if halo is not None:
                     h = torch.cat([h, halo(h, i)])
+                h = self.dropout(h)
                 if h.shape[0] != block.num_src_nodes():
                     raise RuntimeError(f"layer {i}: got {h.shape[0]} rows for {block.num_src_nodes()} source nodes; "
                                        f"a halo exchange is needed for this block")

@@ -51,4 +51,15 @@ def summarise(outputs: list[RunOutput]) -> dict:
         "comm_time": mean_of("comm_time"), "codec_time": mean_of("codec_time"),
         "bits": int(outputs[0].metrics[0].get("bits", 32)), "mb_sent": mean_of("bytes_sent") / 1e6,
         "compression": mean_of("fp32_bytes_sent", float("nan")) / max(mean_of("bytes_sent"), 1.0),
+        "hidden_comm_time": mean_of("hidden_comm_time"), "stale_share": mean_of("staleness"),
+        "exchange": exchange_mode(outputs[0].evaluation.get("comm", {})),
     }
+
+
+def exchange_mode(comm: dict) -> str:
+    """How a run exchanged halo data, in words: sync, pipelined, pipelined K=5, adaptive K=5."""
+    if not comm.get("pipeline"):
+        return "sync"
+    k = comm.get("staleness", 0)
+    name = "adaptive" if comm.get("staleness_policy") == "adaptive" else "pipelined"
+    return f"{name} K={k}" if k else name

@@ -17,15 +17,18 @@ _CAPTIONS = {
     "loss": "Training loss per epoch, mean over seeds.",
     "accuracy": "Validation (solid) and test (dashed) accuracy per epoch, mean over seeds.",
     "epoch_time": "Seconds per training epoch, split into computation, encoding/decoding of the halo exchange "
-                  "(Low-bit Module) and communication (halo exchange and gradient all-reduce), mean over epochs "
-                  "and seeds.",
+                  "(Low-bit Module) and communication waited on (halo exchange and gradient all-reduce), mean over "
+                  "epochs and seeds. The hatched part on top is communication that ran in the background while "
+                  "the rank computed (pipelined runs): it overlaps the computation and is not part of the epoch.",
     "bytes": "Halo bytes on the wire per training epoch, all ranks together (features forward and gradients "
              "backward of layers >= 1; comm.bits sets their width).",
 }
 _COLUMNS = [("run", "run", "{}"), ("dataset", "dataset", "{}"), ("parts", "parts", "{}"), ("arch", "model", "{}"),
             ("seeds", "seeds", "{}"), ("test_acc", "test acc", "{:.2%}"), ("test_std", "± std", "{:.2%}"),
             ("val_acc", "val acc", "{:.2%}"), ("epochs", "epochs", "{}"), ("epoch_time", "s/epoch", "{:.4f}"),
-            ("comm_time", "comm s/epoch", "{:.4f}"), ("codec_time", "codec s/epoch", "{:.4f}"),
+            ("comm_time", "comm waited s/epoch", "{:.4f}"), ("hidden_comm_time", "comm hidden s/epoch", "{:.4f}"),
+            ("codec_time", "codec s/epoch", "{:.4f}"), ("exchange", "exchange", "{}"),
+            ("stale_share", "stale epochs", "{:.0%}"),
             ("bits", "bits", "{}"), ("mb_sent", "MB sent/epoch", "{:.3f}"), ("compression", "vs fp32", "{:.1f}x")]
 
 

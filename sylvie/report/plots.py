@@ -36,7 +36,9 @@ def _curves(runs, keys, ylabel, path, logy=False):
     plt.close(fig)
 
 
-def _bars(runs, columns, ylabel, path, scale=1.0):
+def _bars(runs, columns, ylabel, path, scale=1.0, overlay=None):
+    """Stacked bars of ``columns``; ``overlay`` (key, label) goes on top, hatched and unfilled: time that
+    overlapped the bars below rather than adding to them."""
     rows = {name: summarise(o) for name, o in runs.items()}
     names = list(rows)
     fig, ax = plt.subplots(figsize=(7, 4))
@@ -45,6 +47,9 @@ def _bars(runs, columns, ylabel, path, scale=1.0):
         vals = np.array([rows[n][key] for n in names]) * scale
         ax.bar(names, vals, bottom=bottom, label=label)
         bottom += vals
+    if overlay is not None:
+        vals = np.array([rows[n][overlay[0]] for n in names]) * scale
+        ax.bar(names, vals, bottom=bottom, label=overlay[1], fill=False, hatch="//", edgecolor="gray")
     ax.set_ylabel(ylabel)
     ax.legend(fontsize=8)
     ax.tick_params(axis="x", rotation=20)
@@ -59,6 +64,6 @@ def write_plots(runs: dict[str, list[RunOutput]], out_dir: Path) -> dict[str, Pa
     _curves(runs, [("loss", "-")], "training loss (mean over seeds)", paths["loss"], logy=True)
     _curves(runs, [("val_acc", "-"), ("test_acc", "--")], "accuracy (mean over seeds)", paths["accuracy"])
     _bars(runs, [("compute_time", "compute"), ("codec_time", "encode/decode"), ("comm_time", "communication")],
-          "seconds per epoch", paths["epoch_time"])
+          "seconds per epoch", paths["epoch_time"], overlay=("hidden_comm_time", "communication hidden (overlapped)"))
     _bars(runs, [("mb_sent", "halo bytes on the wire, all ranks")], "MB per epoch", paths["bytes"])
     return paths

@@ -47,6 +47,7 @@ def run_training(partition_dir: str | Path, out_dir: str | Path, model_cfg: dict
             trainer.model.load_state_dict(state["model"])
             trainer.opt.load_state_dict(state["optimizer"])
             records, best, start = state["metrics"], state["best"], state["epoch"] + 1
+            trainer.resume_at(start)
             if ctx.rank == 0:
                 _log(f"resuming from {ckpt_path} after epoch {start}")
         epochs = train_cfg["epochs"]
@@ -60,6 +61,9 @@ def run_training(partition_dir: str | Path, out_dir: str | Path, model_cfg: dict
                         "model": copy.deepcopy(trainer.model.state_dict())}
             if ctx.rank == 0 and ((epoch + 1) % train_cfg["log_every"] == 0 or epoch + 1 == epochs):
                 _log(format_epoch(rec, epochs))
+            planned = rec["planned"]
+            if ctx.rank == 0 and trainer.comm_cfg["pipeline"] and planned["synchronous"] and planned["epoch"] < epochs:
+                _log(f"staleness adaptor: epoch {planned['epoch'] + 1} will be synchronous ({planned['reason']})")
             every = train_cfg["checkpoint_every"]
             if ctx.rank == 0 and every and (epoch + 1) % every == 0 and epoch + 1 < epochs:
                 save_checkpoint(ckpt_path, {"fingerprint": fingerprint, "epoch": epoch, "metrics": records,

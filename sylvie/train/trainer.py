@@ -1,19 +1,24 @@
-"""Full-graph, partition-parallel training: one rank per partition, exact (fp32, synchronous).
+"""Full-graph, partition-parallel training: one rank per partition.
 
-Each rank holds its inner rows and, per layer, receives its halo rows from their owners. The loss is the
-sum of per-node cross-entropy over the rank's training nodes divided by the *global* number of training
-nodes, so the all-reduced (summed) weight gradients equal those of the whole-graph mean loss.
+Each rank holds its inner rows and, per layer, receives its halo rows from their owners: exact (fp32,
+synchronous) by default, quantized with ``comm.bits``, pipelined with ``comm.pipeline`` under the Bounded
+Staleness Adaptor. The loss is the sum of per-node cross-entropy over the rank's training nodes divided by
+the *global* number of training nodes, so the all-reduced (summed) weight gradients equal those of the
+whole-graph mean loss.
 """
 from __future__ import annotations
 
+import math
 import time
 
 import torch
 import torch.nn.functional as F
 
+from sylvie.comm.boundary_drift import relative
 from sylvie.comm.halo_exchange import HaloExchange
 from sylvie.comm.halo_plan import HaloPlan
 from sylvie.comm.lowbit_format import FULL_PRECISION
+from sylvie.comm.staleness import BoundedStalenessAdaptor
 from sylvie.comm.stats import CommStats
 from sylvie.config import section_defaults
 from sylvie.models import build_model
@@ -26,7 +31,7 @@ SPLITS = ("train", "val", "test")
 
 class FullGraphTrainer:
     """``comm_cfg['bits']`` quantizes the training exchanges of layers >= 1 (Low-bit Module); evaluation
-    exchanges in fp32, so accuracies measure the model, not the wire."""
+    exchanges in fp32 and synchronously, so accuracies measure the model, not the wire."""
 
     def __init__(self, ctx: Context, shard: Shard, model_cfg: dict, train_cfg: dict, comm_cfg: dict | None = None):
         self.ctx, self.cfg = ctx, train_cfg
@@ -34,7 +39,10 @@ class FullGraphTrainer:
         dev = ctx.device
         self.halo_stats, self.reduce_stats, self.eval_stats = CommStats(), CommStats(), CommStats()
         plan = HaloPlan.build(shard, dev)
-        self.halo = HaloExchange(plan, self.halo_stats, self.comm_cfg["bits"], train_cfg["seed"], ctx.rank)
+        c = self.comm_cfg
+        self.halo = HaloExchange(plan, self.halo_stats, c["bits"], train_cfg["seed"], ctx.rank,
+                                 pipelined=c["pipeline"], smoothing=c["smoothing"])
+        self.adaptor = self._adaptor(start=0)
         self.eval_halo = HaloExchange(plan, self.eval_stats, FULL_PRECISION)
         self.block = shard_block(shard, model_cfg["self_loop"], dev)
         x_inner = torch.tensor(shard.feat, device=dev)  # a copy: shard arrays are read-only Arrow memory
@@ -50,6 +58,15 @@ class FullGraphTrainer:
         self.model = build_model(model_cfg, shard.feat.shape[1], shard.num_classes).to(dev)
         self.opt = torch.optim.Adam(self.model.parameters(), lr=train_cfg["lr"],
                                     weight_decay=train_cfg["weight_decay"])
+
+    def _adaptor(self, start: int) -> BoundedStalenessAdaptor:
+        c = self.comm_cfg
+        return BoundedStalenessAdaptor(c["pipeline"] and self.ctx.world > 1, c["staleness"], c["staleness_policy"],
+                                       c["drift_tolerance"], start=start)
+
+    def resume_at(self, epoch: int) -> None:
+        """Continue from a checkpoint at ``epoch``, which is synchronous: stale halo data is not checkpointed."""
+        self.adaptor = self._adaptor(start=epoch)
 
     def _all_reduce_gradients(self) -> None:
         params = [p for p in self.model.parameters() if p.grad is not None]
@@ -68,7 +85,8 @@ class FullGraphTrainer:
         """One full-graph step; returns the global mean training loss."""
         # Dropout masks depend only on (seed, epoch, rank), so a resumed run repeats them exactly.
         torch.manual_seed(self.cfg["seed"] * 1_000_003 + epoch * self.ctx.world + self.ctx.rank)
-        self.halo.begin_round(epoch)
+        mode, after = self.adaptor.mode(epoch), self.adaptor.mode(epoch + 1)
+        self.halo.begin_round(epoch, fresh=mode.synchronous, keep=not after.synchronous)
         self.model.train()
         self.opt.zero_grad(set_to_none=True)
         logits = self.model(self.block, self.x, self.halo)
@@ -91,23 +109,37 @@ class FullGraphTrainer:
         return {f"{s}_acc": float(c / t) if t > 0 else float("nan") for s, (c, t) in zip(SPLITS, counts.tolist())}
 
     def epoch(self, epoch: int) -> dict:
-        """Train one epoch and evaluate; returns its metrics record."""
+        """Train one epoch and evaluate; returns its metrics record (and schedules epoch + 2)."""
         self.halo_stats.reset()
         self.reduce_stats.reset()
+        self.halo.drift.reset_epoch()
+        mode = self.adaptor.mode(epoch)
         t0 = time.perf_counter()
         loss = self.train_step(epoch)
         train_time = time.perf_counter() - t0
         halo = self.halo_stats
-        traffic = torch.tensor([halo.bytes_sent, halo.bytes_received, halo.fp32_bytes_sent], dtype=torch.float64)
-        sent, recv, fp32_sent = (int(v) for v in all_reduce_sum(traffic.to(self.ctx.device)).tolist())  # all ranks
-        comm = halo.seconds + self.reduce_stats.seconds
+        sums = torch.tensor([halo.bytes_sent, halo.bytes_received, halo.fp32_bytes_sent, *self.halo.drift.sums()],
+                            dtype=torch.float64)
+        sums = all_reduce_sum(sums.to(self.ctx.device)).tolist()  # all ranks
+        sent, recv, fp32_sent = (int(v) for v in sums[:3])
+        drift_f, drift_g = relative(sums[3], sums[4]), relative(sums[5], sums[6])
+        planned = self.adaptor.observe(epoch, drift_f)
+        exposed = halo.seconds + self.reduce_stats.seconds
         t1 = time.perf_counter()
         acc = self.evaluate()
         return {
             "epoch": epoch, "loss": loss, **acc,
-            "epoch_time": train_time, "compute_time": train_time - comm - halo.codec_seconds, "comm_time": comm,
-            "halo_time": halo.seconds, "codec_time": halo.codec_seconds, "allreduce_time": self.reduce_stats.seconds,
+            "epoch_time": train_time, "compute_time": train_time - exposed - halo.codec_seconds, "comm_time": exposed,
+            "hidden_comm_time": halo.hidden_seconds, "halo_time": halo.seconds, "codec_time": halo.codec_seconds,
+            "allreduce_time": self.reduce_stats.seconds,
             "bits": self.comm_cfg["bits"], "bytes_sent": sent, "bytes_received": recv, "fp32_bytes_sent": fp32_sent,
             "allreduce_bytes": self.reduce_stats.bytes_sent,
+            "pipeline": self.comm_cfg["pipeline"], "staleness": mode.staleness, "sync_reason": mode.reason,
+            "drift_features": _finite_or_none(drift_f), "drift_gradients": _finite_or_none(drift_g),
+            "planned": {"epoch": epoch + 2, "synchronous": planned.synchronous, "reason": planned.reason},
             "eval_time": time.perf_counter() - t1,
         }
+
+
+def _finite_or_none(v: float) -> float | None:
+    return None if math.isnan(v) else v
