@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 from sylvie.errors import SylvieError
 
@@ -61,6 +62,25 @@ def _report(args) -> None:
     print(f"report: {write_report(args.runs, args.out, args.title)}")
 
 
+def _bench_cluster(args) -> None:
+    import signal
+
+    from sylvie.bench.cluster_run import train_on_cluster
+
+    # SIGTERM (a scheduler, kill) unwinds like Ctrl-C, so the namespaces are removed either way
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    from sylvie.partition.shard_reader import read_manifest
+
+    nodes = args.nodes or read_manifest(args.partition)["num_parts"]
+    train_args = args.train_args[1:] if args.train_args[:1] == ["--"] else args.train_args
+    records = train_on_cluster(args.partition, args.out, nodes, args.rate, train_args, args.timeout)
+    last = records[-1]
+    times = sorted(r["epoch_time"] for r in records[1:] or records)
+    print(f"{len(records)} epochs on {nodes} emulated nodes at {args.rate}: median epoch "
+          f"{times[len(times) // 2]:.3f} s, final test accuracy {last['test_acc']:.4f}; metrics in "
+          f"{Path(args.out) / 'metrics.jsonl'}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from sylvie.config import add_section_arguments
 
@@ -111,6 +131,22 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", required=True, help="report directory (report.html and PNG plots)")
     r.add_argument("--title", default="Sylvie training report", help="report title")
     r.set_defaults(func=_report)
+
+    b = sub.add_parser("bench", help="benchmarks that need several machines (emulated)")
+    bsub = b.add_subparsers(dest="bench", required=True, metavar="BENCH")
+    c = bsub.add_parser("cluster", help="train on an emulated cluster of network namespaces (root)",
+                        description="As root: create one network namespace per part, joined by a bridge, limit "
+                                    "every node's link with tc tbf, run `sylvie train` as one torchrun node per "
+                                    "namespace (multi-node c10d rendezvous), collect metrics.jsonl, and remove "
+                                    "every namespace and link afterwards (also on Ctrl-C or a failed node). "
+                                    "Training flags go after --, e.g. -- --bits 1 --pipeline --epochs 20.")
+    c.add_argument("--partition", required=True, help="partition directory written by `sylvie partition`")
+    c.add_argument("--out", required=True, help="run directory (model.pt, metrics.jsonl, node<k>.log)")
+    c.add_argument("--nodes", type=int, default=None, help="emulated machines (default: the partition's parts)")
+    c.add_argument("--rate", default="1gbit", help="link rate of every node, a tc rate (default: 1gbit)")
+    c.add_argument("--timeout", type=float, default=3600, help="stop everything after this many seconds (default: 3600)")
+    c.add_argument("train_args", nargs=argparse.REMAINDER, help="flags for `sylvie train`, after --")
+    c.set_defaults(func=_bench_cluster)
     return p
 
 

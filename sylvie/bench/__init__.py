@@ -1,0 +1,1 @@
+"""Benchmark helpers that need more than one process: the emulated bandwidth-limited cluster."""

@@ -1,0 +1,61 @@
+"""The emulated cluster (network namespaces, bridge, tc tbf) runs a 2-node training and leaves nothing."""
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import BIN, run
+from sylvie.train.metrics import read_jsonl
+
+
+def _net_state() -> tuple[set, set]:
+    ns = set(subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split())
+    links = {line.split(":")[1].strip().split("@")[0]
+             for line in subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout.splitlines()}
+    return ns, links
+
+
+def _skip_reason() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root (network namespaces, a bridge and tc)"
+    if not shutil.which("ip") or not shutil.which("tc"):
+        return "needs iproute2 (ip, tc)"
+    return None
+
+
+@pytest.mark.skipif(_skip_reason() is not None, reason=str(_skip_reason()))
+def test_two_node_cluster_at_a_low_rate_trains_and_tears_down(cora_partitions, tmp_path):
+    before = _net_state()
+    out = tmp_path / "run"
+    p = run([str(BIN / "sylvie"), "bench", "cluster", "--partition", str(cora_partitions[2]), "--out", str(out),
+             "--rate", "20mbit", "--timeout", "300", "--", "--epochs", "6", "--bits", "1", "--pipeline",
+             "--checkpoint-every", "0"], timeout=400)
+    assert "6 epochs on 2 emulated nodes at 20mbit" in p.stdout
+    records = read_jsonl(out / "metrics.jsonl")
+    assert [r["staleness"] for r in records] == [0, 1, 1, 1, 1, 1]
+    assert all(r["bytes_sent"] > 0 for r in records) and sum(r["hidden_comm_time"] for r in records) > 0
+    for k in (0, 1):  # both nodes joined one rendezvous over the namespaces' links
+        assert (out / f"node{k}.log").is_file()
+    assert _net_state() == before
+
+
+@pytest.mark.skipif(_skip_reason() is not None, reason=str(_skip_reason()))
+def test_a_failing_node_stops_the_cluster_and_tears_down(tmp_path):
+    before = _net_state()
+    p = run([str(BIN / "sylvie"), "bench", "cluster", "--partition", str(tmp_path / "missing"), "--out",
+             str(tmp_path / "run"), "--nodes", "2", "--rate", "20mbit", "--timeout", "120"], check=False, timeout=200)
+    assert p.returncode != 0 and "node" in p.stderr and "exited" in p.stderr
+    assert _net_state() == before
+
+
+def test_without_root_it_says_so_and_exits_non_zero(tmp_path):
+    if os.geteuid() == 0:
+        cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        if not shutil.which("setpriv"):
+            pytest.skip("root, and no setpriv to drop privileges")
+    else:
+        cmd = []
+    p = run(cmd + [str(BIN / "sylvie"), "bench", "cluster", "--partition", str(tmp_path), "--out", str(tmp_path / "o"),
+                   "--nodes", "2"], check=False, timeout=120)
+    assert p.returncode != 0 and "root" in p.stderr
