@@ -63,12 +63,7 @@ def _report(args) -> None:
 
 
 def _bench_cluster(args) -> None:
-    import signal
-
     from sylvie.bench.cluster_run import train_on_cluster
-
-    # SIGTERM (a scheduler, kill) unwinds like Ctrl-C, so the namespaces are removed either way
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     from sylvie.partition.shard_reader import read_manifest
 
     nodes = args.nodes or read_manifest(args.partition)["num_parts"]
@@ -157,6 +152,9 @@ def main(argv: list[str] | None = None) -> int:
     except SylvieError as e:
         print(f"sylvie {args.stage}: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"sylvie {args.stage}: interrupted", file=sys.stderr)
+        return 130
     return 0
 
 

@@ -2,6 +2,7 @@
 import os
 import shutil
 import subprocess
+import time
 
 import pytest
 
@@ -47,6 +48,25 @@ def test_a_failing_node_stops_the_cluster_and_tears_down(tmp_path):
              str(tmp_path / "run"), "--nodes", "2", "--rate", "20mbit", "--timeout", "120"], check=False, timeout=200)
     assert p.returncode != 0 and "node" in p.stderr and "exited" in p.stderr
     assert _net_state() == before
+
+
+@pytest.mark.skipif(_skip_reason() is not None, reason=str(_skip_reason()))
+def test_terminating_the_runner_stops_the_nodes_and_tears_down(cora_partitions, tmp_path):
+    before = _net_state()
+    proc = subprocess.Popen([str(BIN / "sylvie"), "bench", "cluster", "--partition", str(cora_partitions[2]),
+                             "--out", str(tmp_path / "run"), "--rate", "20mbit", "--", "--epochs", "100000"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"})
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (tmp_path / "run" / "node1.log").exists():
+        time.sleep(0.5)
+    time.sleep(5)  # the nodes are up (or starting)
+    assert _net_state() != before  # the cluster exists
+    proc.terminate()
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode != 0 and "interrupted" in err
+    assert _net_state() == before
+    assert not any(p.is_file() for p in (tmp_path / "run").glob("model.pt"))
 
 
 def test_without_root_it_says_so_and_exits_non_zero(tmp_path):

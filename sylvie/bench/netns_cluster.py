@@ -10,12 +10,18 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
+import threading
 
 from sylvie.errors import SylvieError
 
 NODE_IFACE = "sylvie0"
 RATE_PATTERN = re.compile(r"^\d+(\.\d+)?(bit|kbit|mbit|gbit)$")
+
+
+def _raise_keyboard_interrupt(*_) -> None:
+    raise KeyboardInterrupt("terminated")
 
 
 def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -46,6 +52,7 @@ class NetnsCluster:
         self.subnet = f"10.{subnet}.{os.getpid() % 250}"
         self.bridge = f"{self.tag}br"
         self.created = False
+        self._previous_sigterm = None
 
     def namespace(self, k: int) -> str:
         return f"{self.tag}n{k}"
@@ -65,6 +72,9 @@ class NetnsCluster:
             raise SylvieError("the emulated cluster creates network namespaces, a bridge and tc limits: run as root "
                               "(e.g. sudo), or run the benchmark on a real cluster")
         self.created = True
+        if threading.current_thread() is threading.main_thread():
+            # kill (SIGTERM) unwinds like Ctrl-C, so the namespaces are removed either way
+            self._previous_sigterm = signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
         try:
             _sh(["ip", "link", "add", self.bridge, "type", "bridge"])
             _sh(["ip", "link", "set", self.bridge, "up"])
@@ -88,6 +98,9 @@ class NetnsCluster:
 
     def __exit__(self, *exc) -> None:
         self.teardown()
+        if self._previous_sigterm is not None:
+            signal.signal(signal.SIGTERM, self._previous_sigterm)
+            self._previous_sigterm = None
 
     def teardown(self) -> None:
         """Delete every namespace (with its veth pair and qdiscs) and the bridge; safe to call twice."""

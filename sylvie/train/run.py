@@ -54,9 +54,9 @@ def run_training(partition_dir: str | Path, out_dir: str | Path, model_cfg: dict
         show_bar = ctx.rank == 0 and train_cfg["progress"] and sys.stderr.isatty()
         bar = tqdm(range(start, epochs), initial=start, total=epochs, desc="train", unit="epoch", disable=not show_bar)
         for epoch in bar:
-            rec = trainer.epoch(epoch)
+            rec = trainer.epoch(epoch, evaluate=(epoch + 1) % train_cfg["eval_every"] == 0 or epoch + 1 == epochs)
             records.append(rec)
-            if best is None or rec["val_acc"] > best["val_acc"]:
+            if rec["val_acc"] is not None and (best is None or rec["val_acc"] > best["val_acc"]):
                 best = {"epoch": epoch, "val_acc": rec["val_acc"], "test_acc": rec["test_acc"],
                         "model": copy.deepcopy(trainer.model.state_dict())}
             if ctx.rank == 0 and ((epoch + 1) % train_cfg["log_every"] == 0 or epoch + 1 == epochs):
