@@ -27,7 +27,6 @@ CONFIGS = [
     ("1-bit pipelined, K = 5", ["--bits", "1", "--pipeline", "--staleness", "5"]),
     ("1-bit adaptive, K = 5", ["--bits", "1", "--pipeline", "--staleness", "5", "--staleness-policy", "adaptive"]),
 ]
-BEGIN, END = "<!-- cluster-table:begin -->", "<!-- cluster-table:end -->"
 
 
 def sylvie(*args: str) -> None:
@@ -44,6 +43,8 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=10)
     ap.add_argument("--work", default="results/bench-cluster", help="graph, partition and runs go here")
     ap.add_argument("--write", help="a Markdown file whose table (between the markers) is replaced")
+    ap.add_argument("--section", default="cluster-table",
+                    help="marker name: the table goes between <!-- NAME:begin --> and <!-- NAME:end -->")
     args = ap.parse_args()
 
     work = Path(args.work)
@@ -84,12 +85,13 @@ def main() -> None:
     table = "\n".join(lines)
     print(table)
     if args.write:
+        begin, end = f"<!-- {args.section}:begin -->", f"<!-- {args.section}:end -->"
         path = Path(args.write)
-        text = path.read_text() if path.exists() else f"{BEGIN}\n{END}\n"
-        if BEGIN not in text:
-            text += f"\n{BEGIN}\n{END}\n"
-        head, rest = text.split(BEGIN, 1)
-        path.write_text(f"{head}{BEGIN}\n{table}\n{END}{rest.split(END, 1)[1]}")
+        text = path.read_text() if path.exists() else ""
+        if begin not in text:
+            text += f"\n{begin}\n{end}\n"
+        head, rest = text.split(begin, 1)
+        path.write_text(f"{head}{begin}\n{table}\n{end}{rest.split(end, 1)[1]}")
 
 
 if __name__ == "__main__":
