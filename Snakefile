@@ -2,7 +2,8 @@
 # Rules only wire inputs, outputs and params; all logic is in the `sylvie` package.
 from snakemake.utils import min_version
 
-from sylvie.config import cli_arguments, dataset_options, resolve_runs
+from sylvie.config import cli_arguments, dataset_options, resolve_runs, validate
+from sylvie.launch import plan_geometry, slurm_resources
 
 min_version("9.0")
 
@@ -11,6 +12,7 @@ configfile: "config/config.yaml"
 
 
 RUNS = resolve_runs(config, where="config")
+LAUNCH = validate(config)["launch"]
 
 
 include: "workflow/rules/common.smk"

@@ -62,6 +62,14 @@ def _report(args) -> None:
     print(f"report: {write_report(args.runs, args.out, args.title)}")
 
 
+def _launch(args) -> None:
+    from sylvie.launch import launch, plan_geometry
+
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    g = plan_geometry(args.ranks, args.ranks_per_node, args.gpus_per_node, args.cpus_per_rank, args.nodes)
+    launch(g, command, threads=args.threads, slurm_task=args.slurm_task)
+
+
 def _bench_cluster(args) -> None:
     from sylvie.bench.cluster_run import train_on_cluster
     from sylvie.partition.shard_reader import read_manifest
@@ -126,6 +134,24 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", required=True, help="report directory (report.html and PNG plots)")
     r.add_argument("--title", default="Sylvie training report", help="report title")
     r.set_defaults(func=_report)
+
+    la = sub.add_parser("launch", help="start the ranks of a run: torchrun here, or srun + torchrun per Slurm node",
+                        description="Start RANKS processes of COMMAND (usually `sylvie train ...`, after --). Outside "
+                                    "Slurm: torchrun --standalone --nproc-per-node RANKS. Inside a Slurm allocation "
+                                    "(SLURM_JOB_ID set): srun with one task per node, each a torchrun of "
+                                    "RANKS/NODES processes, c10d rendezvous on the first node of the allocation.")
+    la.add_argument("--ranks", type=int, required=True, help="processes in all (one per partition)")
+    la.add_argument("--ranks-per-node", type=int, default=0, help="at most this many per node; 0 = all on one node "
+                                                                   "(default: 0)")
+    la.add_argument("--nodes", type=int, default=None, help="exactly this many nodes (instead of --ranks-per-node)")
+    la.add_argument("--gpus-per-node", type=int, default=0, help="GPUs per node to request from srun (default: 0)")
+    la.add_argument("--cpus-per-rank", type=int, default=1, help="CPUs (and OMP threads) per rank under Slurm "
+                                                                 "(default: 1)")
+    la.add_argument("--threads", type=int, default=None, help="CPUs this machine gives the whole run when not under "
+                                                              "Slurm; each rank gets THREADS/RANKS OMP threads")
+    la.add_argument("--slurm-task", action="store_true", help=argparse.SUPPRESS)
+    la.add_argument("command", nargs=argparse.REMAINDER, help="the command each rank runs, after --")
+    la.set_defaults(func=_launch)
 
     b = sub.add_parser("bench", help="benchmarks that need several machines (emulated)")
     bsub = b.add_subparsers(dest="bench", required=True, metavar="BENCH")

@@ -75,7 +75,8 @@ def validate(config: dict, where: str = "config") -> dict:
     for key, spec in root["properties"].items():
         if key not in config and "default" in spec:
             config[key] = copy.deepcopy(spec["default"])
-    config["report"] = {**section_defaults_of(root["properties"]["report"]), **config["report"]}
+    for section in ("report", "launch"):
+        config[section] = {**section_defaults_of(root["properties"][section]), **config[section]}
     return config
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from sylvie.bench.netns_cluster import NODE_IFACE, NetnsCluster
 from sylvie.errors import SylvieError
+from sylvie.launch import multinode_argv
 from sylvie.train.metrics import read_jsonl
 
 RDZV_PORT = 29611
@@ -44,17 +45,14 @@ def train_on_cluster(partition_dir: str | Path, out_dir: str | Path, nodes: int,
     with NetnsCluster(nodes, rate) as cluster:
         env = {**os.environ, "GLOO_SOCKET_IFNAME": NODE_IFACE, "TP_SOCKET_IFNAME": NODE_IFACE,
                "OMP_NUM_THREADS": str(threads), "PYTHONUNBUFFERED": "1"}
-        torchrun = str(Path(sys.executable).parent / "torchrun")
         procs, logs = [], []
         try:
             for k in range(nodes):
-                argv = [torchrun, "--nnodes", str(nodes), "--node-rank", str(k), "--nproc-per-node", "1",
-                        "--rdzv-backend", "c10d", "--rdzv-endpoint", f"{cluster.address(0)}:{RDZV_PORT}",
-                        "--rdzv-id", cluster.tag, "--local-addr", cluster.address(k), "--max-restarts", "0",
-                        # node 0 hosts the rendezvous store: torchrun cannot tell from a namespace's hostname
-                        "--rdzv-conf", f"is_host={int(k == 0)},join_timeout=120",
-                        "-m", "sylvie", "train", "--partition", str(partition_dir), "--out", str(out_dir),
-                        "--no-progress", *train_args]
+                # node 0 hosts the rendezvous store: torchrun cannot tell from a namespace's hostname
+                argv = multinode_argv(nodes, 1, f"{cluster.address(0)}:{RDZV_PORT}", cluster.tag, k == 0,
+                                      [sys.executable, "-m", "sylvie", "train", "--partition", str(partition_dir),
+                                       "--out", str(out_dir), "--no-progress", *train_args],
+                                      node_rank=k, local_addr=cluster.address(k), join_timeout=120)
                 log = open(log_dir / f"node{k}.log", "w")
                 logs.append(log)
                 procs.append(subprocess.Popen(cluster.command(k, argv), stdout=log, stderr=subprocess.STDOUT, env=env,

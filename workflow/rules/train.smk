@@ -12,15 +12,25 @@ rule train:
         train=lambda wc: cli_arguments("train", RUNS[wc.run].train, skip=("seeds",)),
         comm=lambda wc: cli_arguments("comm", RUNS[wc.run].comm),
     threads: lambda wc: RUNS[wc.run].partition["parts"]
+    resources:
+        # Under Slurm: one task (torchrun) per node; `sylvie launch` sruns them itself when there are several.
+        nodes=slurm_resource("nodes"),
+        tasks=slurm_resource("tasks"),
+        cpus_per_task=slurm_resource("cpus_per_task"),
+        mpi=slurm_resource("mpi"),
+        gres=slurm_resource("gres"),
+        gpu=slurm_resource("gpu"),
+        tasks_per_gpu=slurm_resource("tasks_per_gpu"),
+        gpus_per_node=lambda wc: geometry(wc.run).gpus_per_node,
+        cpus_per_rank=lambda wc: geometry(wc.run).cpus_per_rank,
     log:
         "logs/train/{run}/seed{seed}.log",
     conda:
         "../../environment.yml"
     shell:
-        # Snakemake exports OMP/MKL/OPENBLAS_NUM_THREADS={threads}, which torchrun keeps; split them among the
-        # ranks, so that P ranks on this machine do not each run that many (spinning) threads.
-        "T=$(( {threads} / {params.parts} > 0 ? {threads} / {params.parts} : 1 )); "
-        "export OMP_NUM_THREADS=$T MKL_NUM_THREADS=$T OPENBLAS_NUM_THREADS=$T GOTO_NUM_THREADS=$T; "
-        "torchrun --standalone --nproc-per-node {params.parts} --no-python "
+        # Here: torchrun --standalone with the rule's threads split among the ranks. In a Slurm job: srun of one
+        # torchrun per node, c10d rendezvous on the first (sylvie/launch.py).
+        "sylvie launch --ranks {params.parts} --nodes {resources.nodes} --gpus-per-node {resources.gpus_per_node} "
+        "--cpus-per-rank {resources.cpus_per_rank} --threads {threads} -- "
         "sylvie train --partition {input} --out results/{wildcards.run}/seed{wildcards.seed} "
         "--seed {wildcards.seed} {params.model} {params.train} {params.comm} --no-progress > {log} 2>&1"
