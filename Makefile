@@ -10,7 +10,7 @@ CORES ?= all
 export PATH := $(BIN):$(PATH)
 export DGLBACKEND := pytorch
 
-.PHONY: run test install lint clean
+.PHONY: run run-slurm slurm-up slurm-down test install lint clean
 
 install: $(STAMP)
 
@@ -27,8 +27,19 @@ run: $(STAMP)
 	$(BIN)/snakemake --cores $(CORES)
 	@echo "Report: $(abspath results/report/report.html)"
 
+# The pipeline as Slurm jobs (workflow/profiles/slurm); `make slurm-up` starts a Slurm on this machine (root).
+run-slurm: $(STAMP)
+	$(BIN)/snakemake --profile workflow/profiles/slurm
+	@echo "Report: $(abspath results/report/report.html)"
+
+slurm-up:
+	workflow/scripts/slurm-local-up.sh
+
+slurm-down:
+	workflow/scripts/slurm-local-down.sh
+
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -rs tests
+	$(BIN)/python -m pytest -q -rs --durations=12 tests
 
 lint: $(STAMP)
 	$(BIN)/snakemake --lint
