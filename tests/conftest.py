@@ -58,3 +58,17 @@ def copy_repo(dst: Path) -> Path:
 @pytest.fixture
 def repo_copy(tmp_path):
     return copy_repo(tmp_path / "repo")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def slurm_pipeline(request, tmp_path_factory):
+    """tests/test_slurm.py's pipeline on a local Slurm, started in the background when the session begins (it
+    waits on Slurm's polling far more than it computes), if those tests are selected and this is root."""
+    if os.geteuid() != 0 or not any(item.path.name == "test_slurm.py" for item in request.session.items):
+        yield None
+        return
+    from local_slurm import SlurmPipelineRun
+
+    background = SlurmPipelineRun(tmp_path_factory.mktemp("slurm")).start()
+    yield background
+    background.stop()

@@ -1,0 +1,130 @@
+"""The pipeline on a real Slurm, run in the background for tests/test_slurm.py.
+
+Starts the single-machine Slurm of workflow/scripts/slurm-local-up.sh, runs the Snakefile through
+`--profile workflow/profiles/slurm` on a fresh copy of the repository, changes a training setting, runs it
+again, records what Slurm says of every submitted job (scontrol forgets finished jobs after MinJobAge), and
+stops the daemons. It mostly waits on Slurm and on Snakemake's status polling, so conftest.py starts it at
+the beginning of the session and it runs while the CPU-bound tests do. Every wait is bounded.
+"""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import threading
+from pathlib import Path
+
+from conftest import BIN, REPO, copy_repo
+
+UP = REPO / "workflow" / "scripts" / "slurm-local-up.sh"
+DOWN = REPO / "workflow" / "scripts" / "slurm-local-down.sh"
+
+CONFIG = """\
+datasets:
+  cora: {source: planetoid, raw_dir: data/embedded/planetoid}
+defaults:
+  dataset: cora
+  partition: {method: metis, parts: 2, seed: 0}
+  model: {arch: gcn, hidden: 16, layers: 2, dropout: 0.5, self_loop: true}
+  train: {epochs: 30, lr: 0.01, seeds: [0], checkpoint_every: 0, log_every: 10}
+runs:
+  gcn-p2: {}
+  gcn-p1:
+    partition: {parts: 1}
+launch: {ranks_per_node: 1}
+report: {title: Sylvie on a local Slurm}
+"""
+CHANGED_LR = ("  gcn-p2: {}", "  gcn-p2: {train: {lr: 0.02}}")
+SUBMITTED = re.compile(r"submitted with SLURM jobid (\d+) \(log: \S*/slurm_logs/rule_(\w+)/")
+
+
+def submitted(log: str) -> list[tuple[int, str]]:
+    """(Slurm job id, rule) of every job Snakemake submitted."""
+    return [(int(j), rule) for j, rule in SUBMITTED.findall(log)]
+
+
+def scontrol_job(job_id: int) -> dict:
+    out = subprocess.run(["timeout", "-k", "5", "30", "scontrol", "show", "job", "-o", str(job_id)],
+                         capture_output=True, text=True).stdout
+    return dict(f.split("=", 1) for f in out.split() if "=" in f)
+
+
+class SlurmPipelineRun:
+    """Background run: ``logs`` (Snakemake's output of the first run and of the rerun), ``jobs`` (Slurm job id
+    -> scontrol fields), ``skip_reason`` (Slurm cannot be installed here), ``leftover`` (daemons still running
+    after the stop script)."""
+
+    def __init__(self, workdir: Path):
+        self.repo = workdir / "repo"
+        self.logs: list[str] = []
+        self.jobs: dict[int, dict] = {}
+        self.skip_reason: str | None = None
+        self.error: BaseException | None = None
+        self.leftover: str | None = None
+        self._proc: subprocess.Popen | None = None
+        self._stopped = False
+        self._thread = threading.Thread(target=self._run, name="slurm-pipeline", daemon=True)
+
+    def start(self) -> "SlurmPipelineRun":
+        self._thread.start()
+        return self
+
+    def wait(self, timeout_s: float = 1800) -> "SlurmPipelineRun":
+        self._thread.join(timeout_s)
+        if self._thread.is_alive():
+            self.stop()
+            raise TimeoutError(f"the Slurm pipeline did not finish in {timeout_s:.0f} s")
+        if self.error is not None:
+            raise self.error
+        return self
+
+    def _command(self, argv: list[str], timeout_s: int) -> subprocess.CompletedProcess:
+        env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "DGLBACKEND": "pytorch"}
+        self._proc = subprocess.Popen(["timeout", "-k", "10", str(timeout_s), *argv], cwd=self.repo, env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                      start_new_session=True)
+        out, _ = self._proc.communicate()
+        return subprocess.CompletedProcess(argv, self._proc.returncode, out)
+
+    def _snakemake(self) -> str:
+        # first status check after 2 s instead of the profile's 20: these jobs take seconds
+        p = self._command([str(BIN / "snakemake"), "--profile", "workflow/profiles/slurm",
+                           "--slurm-init-seconds-before-status-checks", "2"], timeout_s=900)
+        if p.returncode != 0:
+            raise AssertionError(f"snakemake --profile workflow/profiles/slurm exited {p.returncode}:\n"
+                                 f"{p.stdout[-5000:]}")
+        for job_id, _ in submitted(p.stdout):
+            self.jobs[job_id] = scontrol_job(job_id)
+        return p.stdout
+
+    def _run(self) -> None:
+        try:
+            up = subprocess.run(["timeout", "-k", "10", "600", str(UP), "--nodes", "2"], capture_output=True,
+                                text=True)
+            if up.returncode == 3:
+                self.skip_reason = f"slurm-wlm and munge are not installed and cannot be: {up.stderr.strip()}"
+                return
+            if up.returncode != 0:
+                raise AssertionError(f"slurm-local-up.sh exited {up.returncode}:\n{up.stdout}\n{up.stderr}")
+            copy_repo(self.repo)
+            config = self.repo / "config" / "config.yaml"
+            config.write_text(CONFIG)
+            self.logs.append(self._snakemake())
+            config.write_text(CONFIG.replace(*CHANGED_LR))
+            self.logs.append(self._snakemake())
+        except BaseException as e:  # handed to the test by wait()
+            self.error = e
+        finally:
+            self.stop()
+
+    def stop(self) -> None:
+        """Stop snakemake if it still runs, then the daemons; records any daemon left behind. Idempotent."""
+        if self._stopped:
+            return
+        self._stopped = True
+        if self._proc is not None and self._proc.poll() is None:
+            os.killpg(self._proc.pid, signal.SIGTERM)
+        subprocess.run(["timeout", "-k", "10", "120", str(DOWN)], capture_output=True, text=True)
+        left = subprocess.run(["pgrep", "-a", "-x", "slurmctld|slurmd|slurmstepd"], capture_output=True, text=True)
+        self.leftover = left.stdout.strip() or None
