@@ -126,5 +126,7 @@ class SlurmPipelineRun:
         if self._proc is not None and self._proc.poll() is None:
             os.killpg(self._proc.pid, signal.SIGTERM)
         subprocess.run(["timeout", "-k", "10", "120", str(DOWN)], capture_output=True, text=True)
-        left = subprocess.run(["pgrep", "-a", "-x", "slurmctld|slurmd|slurmstepd"], capture_output=True, text=True)
-        self.leftover = left.stdout.strip() or None
+        # one name per pgrep: it matches nothing for a pattern longer than a process name (15 characters)
+        left = [subprocess.run(["pgrep", "-a", "-x", name], capture_output=True, text=True).stdout.strip()
+                for name in ("slurmctld", "slurmd", "slurmstepd")]
+        self.leftover = "\n".join(x for x in left if x) or None
