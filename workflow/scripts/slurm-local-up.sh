@@ -5,7 +5,7 @@
 set -euo pipefail
 
 NODES=2
-CPUS=$(nproc)
+CPUS=$(( $(nproc) > 4 ? $(nproc) : 4 ))  # the default pipeline's 4-rank runs fit on one node
 INSTALL=1
 STATE=${SYLVIE_SLURM_DIR:-/var/tmp/sylvie-slurm}
 CONF=/etc/slurm/slurm.conf
@@ -16,9 +16,10 @@ usage() {
 usage: $0 [--nodes N] [--cpus-per-node C] [--no-install]
 
 Start a single-machine Slurm (as root): munged, slurmctld and N slurmd daemons named sylvie1..sylvieN,
-each offering C CPUs (default: $(nproc), this machine's count, so N nodes oversubscribe it N times) and
-this machine's memory, in one partition "local". Accounting is off (use squeue, not sacct). Installs
-Debian's slurm-wlm and munge with apt-get when they are missing (unless --no-install).
+each offering C CPUs (default: this machine's count, at least 4, so that the default pipeline's 4-rank
+runs fit on one node; N nodes oversubscribe the machine) and its memory, in one partition "local".
+Accounting is off (use squeue, not sacct). Installs Debian's slurm-wlm and munge with apt-get when they
+are missing (unless --no-install).
 
 Writes $CONF (refuses to replace one it did not write) and keeps state and logs in
 $STATE (SYLVIE_SLURM_DIR). Waits at most 60 s for the nodes to come up.
