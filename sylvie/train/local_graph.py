@@ -1,6 +1,8 @@
 """The DGL block a rank trains on: its inner rows as destinations, inner + halo rows as sources."""
 from __future__ import annotations
 
+import warnings
+
 import dgl
 import numpy as np
 import torch
@@ -23,8 +25,12 @@ def local_block(edge_src: np.ndarray, edge_dst: np.ndarray, num_inner: int, num_
         src, dst = np.concatenate([src, loops]), np.concatenate([dst, loops])
         in_deg += 1
         out_deg += 1
-    block = dgl.create_block((torch.from_numpy(src), torch.from_numpy(dst)),
-                             num_src_nodes=num_inner + num_halo, num_dst_nodes=num_inner)
+    with warnings.catch_warnings():
+        # without self-loops, src/dst are the shard's read-only (memory-mapped) arrays: DGL copies them into
+        # its own index and never writes them, so they are shared instead of copied once more
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+        block = dgl.create_block((torch.from_numpy(src), torch.from_numpy(dst)),
+                                 num_src_nodes=num_inner + num_halo, num_dst_nodes=num_inner)
     block.srcdata["out_degree"] = torch.from_numpy(out_deg)
     block.dstdata["in_degree"] = torch.from_numpy(in_deg)
     return block.to(device)
