@@ -62,12 +62,16 @@ def _report(args) -> None:
     print(f"report: {write_report(args.runs, args.out, args.title)}")
 
 
+def _after_dashes(argv: list[str]) -> list[str]:
+    """A REMAINDER argument without its leading ``--``."""
+    return argv[1:] if argv[:1] == ["--"] else argv
+
+
 def _launch(args) -> None:
     from sylvie.launch import launch, plan_geometry
 
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
     g = plan_geometry(args.ranks, args.ranks_per_node, args.gpus_per_node, args.cpus_per_rank, args.nodes)
-    launch(g, command, threads=args.threads, slurm_task=args.slurm_task)
+    launch(g, _after_dashes(args.command), threads=args.threads, slurm_task=args.slurm_task)
 
 
 def _bench_cluster(args) -> None:
@@ -75,8 +79,8 @@ def _bench_cluster(args) -> None:
     from sylvie.partition.shard_reader import read_manifest
 
     nodes = args.nodes or read_manifest(args.partition)["num_parts"]
-    train_args = args.train_args[1:] if args.train_args[:1] == ["--"] else args.train_args
-    records = train_on_cluster(args.partition, args.out, nodes, args.rate, train_args, args.timeout)
+    records = train_on_cluster(args.partition, args.out, nodes, args.rate, _after_dashes(args.train_args),
+                               args.timeout)
     last = records[-1]
     times = sorted(r["epoch_time"] for r in records[1:] or records)
     print(f"{len(records)} epochs on {nodes} emulated nodes at {args.rate}: median epoch "

@@ -179,22 +179,22 @@ def launch_argv(g: Geometry, command: list[str], slurm_task: bool = False, env: 
     return standalone_argv(g.ranks, command)
 
 
-def thread_env(g: Geometry, threads: int | None, slurm_task: bool) -> dict:
-    """OMP/MKL threads per rank: the CPUs Slurm gave each rank, or this machine's share for one rank."""
+def thread_env(g: Geometry, threads: int | None, slurm_task: bool, env: dict | None = None) -> dict:
+    """OMP/MKL threads per rank: the CPUs Slurm gave each rank, or this machine's share for one rank (inside a
+    one-task Slurm step, the step's CPUs rather than Snakemake's thread count)."""
+    env = os.environ if env is None else env
+    if not slurm_task and where_to_launch(env) == "slurm-step" and env.get("SLURM_CPUS_PER_TASK", "").isdigit():
+        threads = int(env["SLURM_CPUS_PER_TASK"])
     n = g.cpus_per_rank if slurm_task or threads is None else max(1, threads // g.ranks)
     return {k: str(n) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS")}
 
 
-def launch(g: Geometry, command: list[str], threads: int | None = None, slurm_task: bool = False) -> int:
-    """Replace this process by the launcher; returns only if it cannot be started."""
+def launch(g: Geometry, command: list[str], threads: int | None = None, slurm_task: bool = False) -> None:
+    """Replace this process by the launcher (os.exec: does not return)."""
     if not command:
         raise SylvieError("launch: no command given; put it after --, e.g. -- sylvie train --partition ...")
     argv = launch_argv(g, command, slurm_task)
-    if not slurm_task and where_to_launch() == "slurm-step" and os.environ.get("SLURM_CPUS_PER_TASK", "").isdigit():
-        threads = int(os.environ["SLURM_CPUS_PER_TASK"])  # the step's CPUs, not Snakemake's thread count
-    env = {**os.environ, **thread_env(g, threads, slurm_task)}
     if argv[0] == "srun" and not shutil.which("srun"):
         raise SylvieError("SLURM_JOB_ID is set but srun is not on PATH; load the Slurm module or unset SLURM_JOB_ID")
     sys.stdout.flush()
-    os.execvpe(argv[0], argv, env)
-    return 1  # not reached
+    os.execvpe(argv[0], argv, {**os.environ, **thread_env(g, threads, slurm_task)})

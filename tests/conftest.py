@@ -12,9 +12,14 @@ BIN = Path(sys.executable).parent
 os.environ.setdefault("DGLBACKEND", "pytorch")
 
 
+def venv_env(**extra) -> dict:
+    """This environment with the venv's bin first on PATH (the pipeline's commands come from there)."""
+    return {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "DGLBACKEND": "pytorch", **extra}
+
+
 def run(cmd, check=True, timeout=900, **kw):
     """Run a command with the venv's bin first on PATH; returns the CompletedProcess."""
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "DGLBACKEND": "pytorch", **kw.pop("env", {})}
+    env = venv_env(**kw.pop("env", {}))
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, **kw)
     if check and p.returncode != 0:
         raise AssertionError(f"{cmd} exited {p.returncode}\nstdout:\n{p.stdout[-4000:]}\nstderr:\n{p.stderr[-4000:]}")

@@ -15,7 +15,7 @@ import subprocess
 import threading
 from pathlib import Path
 
-from conftest import BIN, REPO, copy_repo
+from conftest import BIN, REPO, copy_repo, venv_env
 
 UP = REPO / "workflow" / "scripts" / "slurm-local-up.sh"
 DOWN = REPO / "workflow" / "scripts" / "slurm-local-down.sh"
@@ -80,8 +80,7 @@ class SlurmPipelineRun:
         return self
 
     def _command(self, argv: list[str], timeout_s: int) -> subprocess.CompletedProcess:
-        env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "DGLBACKEND": "pytorch"}
-        self._proc = subprocess.Popen(["timeout", "-k", "10", str(timeout_s), *argv], cwd=self.repo, env=env,
+        self._proc = subprocess.Popen(["timeout", "-k", "10", str(timeout_s), *argv], cwd=self.repo, env=venv_env(),
                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                       start_new_session=True)
         out, _ = self._proc.communicate()

@@ -59,6 +59,8 @@ def test_several_nodes_outside_an_allocation_is_an_error():
 
 def test_threads_are_split_among_local_ranks_and_follow_slurm_cpus():
     g = plan_geometry(4, ranks_per_node=2, cpus_per_rank=3)
-    assert thread_env(g, threads=8, slurm_task=False)["OMP_NUM_THREADS"] == "2"
-    assert thread_env(g, threads=2, slurm_task=False)["OMP_NUM_THREADS"] == "1"
-    assert thread_env(g, threads=8, slurm_task=True)["OMP_NUM_THREADS"] == "3"
+    assert thread_env(g, threads=8, slurm_task=False, env={})["OMP_NUM_THREADS"] == "2"
+    assert thread_env(g, threads=2, slurm_task=False, env={})["OMP_NUM_THREADS"] == "1"
+    assert thread_env(g, threads=8, slurm_task=True, env={})["OMP_NUM_THREADS"] == "3"
+    step = {"SLURM_JOB_ID": "7", "SLURM_STEP_ID": "0", "SLURM_CPUS_PER_TASK": "12"}  # inside the jobstep's srun -n1
+    assert thread_env(plan_geometry(4), threads=4, slurm_task=False, env=step)["OMP_NUM_THREADS"] == "3"

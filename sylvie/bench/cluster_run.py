@@ -58,18 +58,16 @@ def train_on_cluster(partition_dir: str | Path, out_dir: str | Path, nodes: int,
                 procs.append(subprocess.Popen(cluster.command(k, argv), stdout=log, stderr=subprocess.STDOUT, env=env,
                                               start_new_session=True))
             deadline = time.monotonic() + timeout_s
-            while any(p.poll() is None for p in procs):
+            while True:  # until every node has exited 0, one has failed, or time is up
                 failed = [k for k, p in enumerate(procs) if p.poll() not in (None, 0)]
                 if failed:
                     raise SylvieError(f"node {failed[0]} exited {procs[failed[0]].returncode}; see "
                                       f"{log_dir / f'node{failed[0]}.log'}")
+                if all(p.returncode == 0 for p in procs):
+                    break
                 if time.monotonic() > deadline:
                     raise SylvieError(f"the cluster run took longer than {timeout_s:.0f} s; stopped it")
                 time.sleep(0.2)
-            failed = [k for k, p in enumerate(procs) if p.returncode != 0]
-            if failed:
-                raise SylvieError(f"node {failed[0]} exited {procs[failed[0]].returncode}; see "
-                                  f"{log_dir / f'node{failed[0]}.log'}")
         finally:
             _stop(procs)
             for log in logs:

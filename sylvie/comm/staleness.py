@@ -64,6 +64,7 @@ class BoundedStalenessAdaptor:
         """Epoch ``epoch`` ended with boundary drift ``drift``; returns the decision for epoch + 2."""
         decision = self._decide(epoch + 2, drift)
         self.modes[epoch + 2] = decision
-        for old in [e for e in self.modes if e < epoch - 1 and e != self._last_synchronous(epoch + 2)]:
+        keep = self._last_synchronous(epoch + 2)
+        for old in [e for e in self.modes if e < epoch - 1 and e != keep]:
             del self.modes[old]
         return decision
