@@ -1,22 +1,60 @@
 """Atomic outputs: write under a temporary name in the same directory, then rename.
 
 A stage that fails part-way leaves nothing at the final path, so Snakemake (and users) never see
-half-written files.
+half-written files. A directory output replaces only an earlier output of the same kind (``output_dir``);
+a write that fails because the disk is full says so, naming the path.
 """
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
+import math
 import os
 import shutil
 import tempfile
 from pathlib import Path
 
+from sylvie.errors import SylvieError
+from sylvie.output_dir import OutputKind, replace_directory
+
+LOW_SPACE_BYTES = 64 << 20  # below this much free space, a failed write is reported as a full disk
+
+
+def _free_bytes(path: Path) -> int | None:
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return None
+    return st.f_bavail * st.f_frsize
+
+
+def disk_full_error(path: Path, error: BaseException) -> SylvieError | None:
+    """A clear error if ``error`` (from writing ``path``) came from a full disk or quota, else None.
+
+    torch.save reports a full disk as ``basic_ios::clear: iostream error`` (no errno), so a failed write is
+    also taken as 'disk full' when the file system has almost no space left."""
+    full = isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT)
+    free = _free_bytes(path.parent)
+    if not full and isinstance(error, (OSError, RuntimeError)) and free is not None and free < LOW_SPACE_BYTES:
+        full = True
+    if not full:
+        return None
+    left = f"{free / 1e6:.1f} MB free" if free is not None else "no space left"
+    return SylvieError(f"{path}: could not be written: the disk is full ({left} on the file system of "
+                       f"{path.parent}); free some space or write to another disk, then rerun")
+
 
 @contextlib.contextmanager
-def atomic_path(path: str | os.PathLike, directory: bool = False):
-    """Yield a temporary path beside ``path``; on success move it into place, on error remove it."""
+def atomic_path(path: str | os.PathLike, directory: bool = False, kind: OutputKind | None = None,
+                inputs: tuple = ()):
+    """Yield a temporary path beside ``path``; on success move it into place, on error remove it.
+
+    A directory needs its ``kind``: an existing directory at ``path`` is replaced only if it is an earlier
+    output of that kind (and ``path`` is none of ``inputs`` nor a parent of one)."""
     final = Path(path)
+    if directory and kind is None:
+        raise ValueError("atomic_path(directory=True) needs the kind of output it replaces")
     final.parent.mkdir(parents=True, exist_ok=True)
     prefix = f".{final.name}.tmp-"
     if directory:
@@ -26,10 +64,17 @@ def atomic_path(path: str | os.PathLike, directory: bool = False):
         os.close(fd)
         tmp = Path(name)
     try:
-        yield tmp
-        if directory and final.exists():
-            shutil.rmtree(final)
-        os.replace(tmp, final)
+        try:
+            yield tmp
+            if directory:
+                replace_directory(tmp, final, kind, inputs)
+            else:
+                os.replace(tmp, final)
+        except (OSError, RuntimeError) as e:
+            full = disk_full_error(final, e)
+            if full is None:
+                raise
+            raise full from e
     except BaseException:
         if tmp.is_dir():
             shutil.rmtree(tmp, ignore_errors=True)
@@ -38,16 +83,30 @@ def atomic_path(path: str | os.PathLike, directory: bool = False):
         raise
 
 
+def json_safe(obj):
+    """``obj`` with every non-finite float (NaN, inf) replaced by None, so that it is valid JSON."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v) for v in obj]
+    return obj
+
+
+def to_json(obj, **kwargs) -> str:
+    """Strict JSON text of ``obj`` (non-finite floats become null)."""
+    return json.dumps(json_safe(obj), allow_nan=False, **kwargs)
+
+
 def write_json(path: str | os.PathLike, obj) -> None:
     """Write ``obj`` as indented JSON, atomically."""
     with atomic_path(path) as tmp:
-        tmp.write_text(json.dumps(obj, indent=2, sort_keys=False) + "\n")
+        tmp.write_text(to_json(obj, indent=2) + "\n")
 
 
 def read_json(path: str | os.PathLike, what: str):
     """Read a JSON file, turning a missing or malformed file into a clear error."""
-    from sylvie.errors import SylvieError
-
     p = Path(path)
     if not p.is_file():
         raise SylvieError(f"{p}: {what} not found; run the stage that produces it first")

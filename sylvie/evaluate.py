@@ -10,6 +10,7 @@ from sylvie.atomic import write_json
 from sylvie.data.graph import load_graph
 from sylvie.errors import SylvieError
 from sylvie.models import build_model
+from sylvie.output_dir import check_location
 from sylvie.train.local_graph import whole_graph_block
 
 
@@ -34,6 +35,7 @@ def _accuracy(name: str, labels: np.ndarray, pred: np.ndarray, mask: np.ndarray)
 
 
 def evaluate(dataset_dir: str | Path, model_path: str | Path, out_path: str | Path) -> dict:
+    check_location(out_path, inputs=(dataset_dir, model_path), stage="sylvie evaluate")
     graph = load_graph(dataset_dir)
     ckpt = load_trained(model_path)
     if ckpt["dataset_fingerprint"] != graph.info["fingerprint"]:

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from sylvie.atomic import atomic_path, read_json
+from sylvie.output_dir import CANONICAL_GRAPH
 from sylvie.errors import SylvieError
 
 FORMAT_VERSION = 1
@@ -114,8 +115,9 @@ def _write_arrow(path: Path, table: pa.Table) -> None:
             w.write_batch(batch)
 
 
-def save_graph(graph: Graph, directory: str | Path, source: str) -> dict:
-    """Validate and write ``graph`` to ``directory`` atomically; returns the metadata written."""
+def save_graph(graph: Graph, directory: str | Path, source: str, inputs: tuple = ()) -> dict:
+    """Validate and write ``graph`` to ``directory`` atomically; returns the metadata written. An existing
+    ``directory`` is replaced only if it is an earlier canonical graph (``inputs``: what it was made from)."""
     directory = Path(directory)
     graph.validate(str(directory))
     meta = {
@@ -132,7 +134,7 @@ def save_graph(graph: Graph, directory: str | Path, source: str) -> dict:
         "fingerprint": graph.fingerprint(),
         **graph.info,
     }
-    with atomic_path(directory, directory=True) as tmp:
+    with atomic_path(directory, directory=True, kind=CANONICAL_GRAPH, inputs=inputs) as tmp:
         _write_arrow(tmp / "nodes.arrow", _nodes_table(graph))
         _write_arrow(tmp / "edges.arrow", pa.table({"src": graph.src.astype(np.int64),
                                                     "dst": graph.dst.astype(np.int64)}))

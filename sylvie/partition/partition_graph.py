@@ -5,6 +5,7 @@ from pathlib import Path
 
 from sylvie.data.graph import load_graph
 from sylvie.errors import SylvieError
+from sylvie.output_dir import PARTITION, check_replaceable
 from sylvie.partition.metis import metis_assign
 from sylvie.partition.random_assign import random_assign
 from sylvie.partition.shard_writer import write_shards
@@ -16,6 +17,7 @@ def partition_dataset(dataset_dir: str | Path, out_dir: str | Path, parts: int, 
                       seed: int = 0, progress: bool = True) -> dict:
     if method not in METHODS:
         raise SylvieError(f"partition method '{method}' is unknown; choose one of {', '.join(METHODS)}")
+    check_replaceable(out_dir, PARTITION, inputs=(dataset_dir,))  # before any work
     graph = load_graph(dataset_dir)
     if parts < 1:
         raise SylvieError(f"parts must be >= 1, got {parts}")
@@ -27,4 +29,5 @@ def partition_dataset(dataset_dir: str | Path, out_dir: str | Path, parts: int, 
     if empty:
         raise SylvieError(f"{method} left part(s) {empty} empty for {parts} parts of {graph.num_nodes} nodes; "
                           f"use fewer parts or method: random")
-    return write_shards(graph, assign, out_dir, method, seed, graph.info["fingerprint"], progress=progress)
+    return write_shards(graph, assign, out_dir, method, seed, graph.info["fingerprint"], progress=progress,
+                        inputs=(dataset_dir,))

@@ -11,8 +11,9 @@ import pyarrow.ipc as ipc
 from tqdm import tqdm
 
 from sylvie.atomic import atomic_path
+from sylvie.output_dir import PARTITION
 from sylvie.data.graph import Graph, degrees
-from sylvie.partition.shard_format import FORMAT_VERSION, INT_COLUMNS, MASK_COLUMNS, shard_schema
+from sylvie.partition.shard_format import FORMAT_VERSION, INT_COLUMNS, MASK_COLUMNS, manifest_checksum, shard_schema
 
 
 def _sha256(path: Path) -> str:
@@ -63,8 +64,9 @@ def _part_columns(graph, assign, local_of, in_deg, out_deg, part, e_src, e_dst):
 
 
 def write_shards(graph: Graph, assign: np.ndarray, out_dir: str | Path, method: str, seed: int,
-                 dataset_fingerprint: str, progress: bool = True) -> dict:
-    """Write ``part-<k>.arrow`` for every part and ``manifest.json`` into ``out_dir`` atomically."""
+                 dataset_fingerprint: str, progress: bool = True, inputs: tuple = ()) -> dict:
+    """Write ``part-<k>.arrow`` for every part and ``manifest.json`` into ``out_dir`` atomically; an existing
+    ``out_dir`` is replaced only if it is an earlier partition (``inputs``: the dataset it was cut from)."""
     parts = int(assign.max()) + 1 if assign.size else 0
     n = graph.num_nodes
     counts = np.bincount(assign, minlength=parts)
@@ -76,7 +78,7 @@ def write_shards(graph: Graph, assign: np.ndarray, out_dir: str | Path, method: 
     eorder = np.argsort(dst_part, kind="stable")
     ebounds = np.concatenate([[0], np.cumsum(np.bincount(dst_part, minlength=parts))])
     entries = []
-    with atomic_path(out_dir, directory=True) as tmp:
+    with atomic_path(out_dir, directory=True, kind=PARTITION, inputs=inputs) as tmp:
         for k in tqdm(range(parts), desc="shards", unit="part", disable=not progress):
             sel = eorder[ebounds[k]:ebounds[k + 1]]
             cols = _part_columns(graph, assign, local_of, in_deg, out_deg, k, graph.src[sel], graph.dst[sel])
@@ -96,5 +98,6 @@ def write_shards(graph: Graph, assign: np.ndarray, out_dir: str | Path, method: 
             "edge_cut": int((assign[graph.src] != assign[graph.dst]).sum()),
             "parts": entries,
         }
+        manifest["checksum"] = manifest_checksum(manifest)
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     return manifest

@@ -10,6 +10,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from sylvie.atomic import atomic_path
+from sylvie.output_dir import check_location
 from sylvie.report.collect import RunOutput, collect, summarise
 from sylvie.report.plots import write_plots
 
@@ -49,6 +50,7 @@ def _table(runs: dict[str, list[RunOutput]]) -> str:
 
 def write_report(run_dirs: list[str | Path], out_dir: str | Path, title: str = "Sylvie training report") -> Path:
     """Write the plot PNGs, then ``report.html``, into ``out_dir``; each file appears atomically."""
+    check_location(out_dir, inputs=tuple(run_dirs), stage="sylvie report")
     runs = collect(run_dirs)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

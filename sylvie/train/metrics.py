@@ -4,12 +4,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from sylvie.atomic import atomic_path
+from sylvie.atomic import atomic_path, to_json
 
 
 def write_jsonl(path: Path, records: list[dict]) -> None:
     with atomic_path(path) as tmp:
-        tmp.write_text("".join(json.dumps(r) + "\n" for r in records))
+        tmp.write_text("".join(to_json(r) + "\n" for r in records))
 
 
 def read_jsonl(path: Path) -> list[dict]:

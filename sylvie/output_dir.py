@@ -1,0 +1,118 @@
+"""Where a stage may write: never over what it did not write.
+
+Two checks, both before any work and again when an output directory is replaced:
+
+- **location**: an output is never ``/``, the home directory, the working directory or one of its parents,
+  a stage input, a parent of an input, or a path inside an input;
+- **ownership**: an existing output directory is replaced only when it is empty or holds exactly what the
+  same kind of stage writes (its marker file, readable, and no other entries). Anything else is refused
+  with the entries that are not ours named; nothing is removed.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from sylvie.errors import SylvieError
+
+
+@dataclass(frozen=True)
+class OutputKind:
+    """What one stage writes into its output directory."""
+    what: str           # in words, e.g. "canonical graph"
+    stage: str          # the command that writes it
+    marker: str         # the file that identifies it (JSON with every key in ``marker_keys``)
+    marker_keys: tuple[str, ...]
+    entries: str        # regular expression every entry name must match
+
+    def foreign_entries(self, directory: Path) -> list[str]:
+        """Names in ``directory`` this kind does not write (empty: the directory is ours to replace)."""
+        names = sorted(os.listdir(directory))
+        foreign = [n for n in names if not re.fullmatch(self.entries, n) or not (directory / n).is_file()
+                   or (directory / n).is_symlink()]
+        if names and not foreign:
+            try:
+                marker = json.loads((directory / self.marker).read_text())
+                if not all(k in marker for k in self.marker_keys):
+                    foreign.append(f"{self.marker} (not one written by {self.stage})")
+            except (OSError, ValueError):
+                foreign.append(f"{self.marker} (missing or not readable)")
+        return foreign
+
+
+CANONICAL_GRAPH = OutputKind("canonical graph", "sylvie download", "meta.json", ("format_version", "fingerprint"),
+                             r"nodes\.arrow|edges\.arrow|meta\.json")
+PARTITION = OutputKind("partition", "sylvie partition", "manifest.json", ("format_version", "parts", "num_parts"),
+                       r"manifest\.json|part-\d+\.arrow")
+
+
+def _resolved(path: str | os.PathLike) -> Path:
+    return Path(os.path.abspath(os.path.expanduser(os.fspath(path)))).resolve()
+
+
+def _contains(parent: Path, child: Path) -> bool:
+    return parent == child or parent in child.parents
+
+
+def check_location(out: str | os.PathLike, inputs: tuple = (), stage: str = "sylvie", flag: str = "--out") -> Path:
+    """``out`` resolved, or a SylvieError if writing there could overwrite something that is not an output."""
+    target = _resolved(out)
+    reasons = []
+    if target.parent == target:
+        reasons.append("the root of the file system")
+    home = _resolved(Path.home())
+    if _contains(target, home):
+        reasons.append("the home directory" if target == home else f"a parent of the home directory {home}")
+    cwd = _resolved(os.getcwd())
+    if _contains(target, cwd):
+        reasons.append("the current directory" if target == cwd else f"a parent of the current directory {cwd}")
+    for given in inputs:
+        src = _resolved(given)
+        if target == src:
+            reasons.append(f"this stage's input {given}")
+        elif _contains(target, src):
+            reasons.append(f"a parent of this stage's input {given}")
+        elif _contains(src, target):
+            reasons.append(f"inside this stage's input {given}")
+    if reasons:
+        raise SylvieError(f"{stage}: refusing {flag} {out}: it is {reasons[0]}; give a directory of its own, "
+                          f"e.g. {flag} {Path(out) / 'new-output'}")
+    return target
+
+
+def check_replaceable(out: str | os.PathLike, kind: OutputKind, inputs: tuple = ()) -> Path:
+    """``out`` resolved, after checking its location and that an existing directory there is ``kind``'s."""
+    target = check_location(out, inputs, kind.stage)
+    if target.is_symlink() or (target.exists() and not target.is_dir()):
+        raise SylvieError(f"{kind.stage}: refusing --out {out}: it exists and is not a directory; choose another "
+                          f"--out or move it away yourself")
+    if target.is_dir():
+        foreign = kind.foreign_entries(target)
+        if foreign:
+            shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+            raise SylvieError(f"{kind.stage}: refusing --out {out}: it exists and is not a {kind.what} written by "
+                              f"{kind.stage} (it holds {shown}); nothing was removed. Choose a new directory, or "
+                              f"empty it yourself if its contents are not needed")
+    return target
+
+
+def replace_directory(tmp: Path, out: str | os.PathLike, kind: OutputKind, inputs: tuple = ()) -> None:
+    """Move the finished directory ``tmp`` to ``out``, replacing an earlier output of the same kind there."""
+    target = check_replaceable(out, kind, inputs)
+    if not target.exists():
+        os.replace(tmp, target)
+        return
+    old = target.with_name(f".{target.name}.old-{uuid.uuid4().hex[:8]}")
+    os.replace(target, old)
+    os.replace(tmp, target)
+    for name in os.listdir(old):  # only what this kind writes, should anything have appeared since the check
+        if re.fullmatch(kind.entries, name) and (old / name).is_file():
+            (old / name).unlink()
+    try:
+        old.rmdir()
+    except OSError:
+        print(f"{kind.stage}: kept {old}: something was added to {out} while this stage ran", flush=True)
