@@ -1,12 +1,12 @@
-"""Checkpoints: saved every N epochs by rank 0, resumed by every rank when the run restarts.
+"""Checkpoints: saved every N epochs by rank 0, resumed by every rank when the same run restarts.
 
-A checkpoint carries a fingerprint of what determines the training trajectory (model and optimiser
-settings, seed, partition); a restart with different settings starts afresh instead of resuming.
+A checkpoint carries the identity of its run: everything that shapes the training trajectory (model,
+optimiser and exchange settings, seed, and the partition: dataset, method, seed and every shard's checksum).
+It is resumed only when that identity matches and its epoch lies before the configured end; otherwise the
+run starts afresh and says why.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 from pathlib import Path
 
 import torch
@@ -14,15 +14,33 @@ import torch
 from sylvie.atomic import atomic_path
 
 # Knobs that may change between a run and its resumption without changing the trajectory.
-RESUMABLE_KEYS = ("epochs", "checkpoint_every", "log_every", "device", "progress")
+RESUMABLE_KEYS = ("epochs", "checkpoint_every", "log_every", "device", "progress", "timeout")
 
 
-def run_fingerprint(model_cfg: dict, train_cfg: dict, partition_fingerprint: str, num_parts: int,
-                    comm_cfg: dict | None = None) -> str:
-    fixed = {k: v for k, v in train_cfg.items() if k not in RESUMABLE_KEYS}
-    blob = json.dumps({"model": model_cfg, "train": fixed, "partition": partition_fingerprint, "parts": num_parts,
-                       "comm": comm_cfg or {}}, sort_keys=True)
-    return hashlib.sha256(blob.encode()).hexdigest()
+def run_identity(model_cfg: dict, train_cfg: dict, comm_cfg: dict, manifest: dict) -> dict:
+    """What a checkpoint must match to be resumed (flat: ``section.key`` -> value)."""
+    ident = {f"model.{k}": v for k, v in model_cfg.items()}
+    ident.update({f"train.{k}": v for k, v in train_cfg.items() if k not in RESUMABLE_KEYS})
+    ident.update({f"comm.{k}": v for k, v in comm_cfg.items()})
+    ident.update({
+        "partition.dataset_fingerprint": manifest["dataset_fingerprint"],
+        "partition.method": manifest.get("method"), "partition.seed": manifest.get("seed"),
+        "partition.num_parts": manifest["num_parts"],
+        "partition.shards": [p["sha256"] for p in manifest["parts"]],
+    })
+    return ident
+
+
+def _difference(saved: dict, wanted: dict) -> str | None:
+    for key in sorted(set(saved) | set(wanted)):
+        a, b = saved.get(key, "(unset)"), wanted.get(key, "(unset)")
+        if a != b:
+            if key == "partition.shards":
+                return "the partition's shards differ (another partitioning, or the shards were rewritten)"
+            if key == "partition.dataset_fingerprint":
+                return "the partition was cut from another dataset"
+            return f"{key} changed ({a} -> {b})"
+    return None
 
 
 def save_checkpoint(path: Path, state: dict) -> None:
@@ -30,9 +48,21 @@ def save_checkpoint(path: Path, state: dict) -> None:
         torch.save(state, tmp)
 
 
-def load_checkpoint(path: Path, fingerprint: str) -> dict | None:
-    """The checkpoint at ``path`` if it exists and belongs to a run with this fingerprint."""
+def load_checkpoint(path: Path, identity: dict, epochs: int) -> tuple[dict | None, str | None]:
+    """(the checkpoint at ``path``, None) if this run may resume it, else (None, why not; None if none)."""
     if not path.is_file():
-        return None
-    state = torch.load(path, map_location="cpu", weights_only=False)
-    return state if state.get("fingerprint") == fingerprint else None
+        return None, None
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=False)
+    except Exception as e:  # a truncated or foreign file: start afresh rather than crash
+        return None, f"it cannot be read ({type(e).__name__}: {e})"
+    saved = state.get("identity") if isinstance(state, dict) else None
+    if saved is None:
+        return None, "it was written by an older version of sylvie"
+    why = _difference(saved, identity)
+    if why:
+        return None, why
+    if state["epoch"] + 1 >= epochs:
+        return None, (f"it is after epoch {state['epoch'] + 1}, not before the configured end "
+                      f"(train.epochs={epochs})")
+    return state, None
