@@ -15,12 +15,20 @@ Local ids: inner rows first (in global-id order), then halo rows.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: manifest.json carries a checksum of its own
+
+
+def manifest_checksum(manifest: dict) -> str:
+    """sha256 of the manifest's content without its ``checksum`` field (keys sorted, compact JSON)."""
+    body = {k: v for k, v in manifest.items() if k != "checksum"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 INT_COLUMNS = ("global_id", "label", "in_degree", "out_degree", "edge_src", "edge_dst",
                "halo_global_id", "halo_owner", "halo_owner_index", "halo_out_degree")

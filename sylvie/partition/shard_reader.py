@@ -10,7 +10,8 @@ import pyarrow.ipc as ipc
 
 from sylvie.atomic import read_json
 from sylvie.errors import SylvieError
-from sylvie.partition.shard_format import FORMAT_VERSION, INT_COLUMNS, MASK_COLUMNS, Shard, shard_schema
+from sylvie.partition.shard_format import (FORMAT_VERSION, INT_COLUMNS, MASK_COLUMNS, Shard, manifest_checksum,
+                                           shard_schema)
 
 _MANIFEST_KEYS = ("num_parts", "num_features", "num_classes", "num_train", "dataset_fingerprint", "parts")
 
@@ -24,6 +25,9 @@ def read_manifest(part_dir: str | Path) -> dict:
     if manifest.get("format_version") != FORMAT_VERSION:
         raise SylvieError(f"{path}: format_version {manifest.get('format_version')} is not {FORMAT_VERSION}; "
                           f"rerun `sylvie partition` with this version of sylvie")
+    if manifest.get("checksum") != manifest_checksum(manifest):
+        raise SylvieError(f"{path}: was changed after `sylvie partition` wrote it (its checksum does not match its "
+                          f"content); rerun `sylvie partition` rather than editing the manifest")
     if len(manifest["parts"]) != manifest["num_parts"]:
         raise SylvieError(f"{path}: lists {len(manifest['parts'])} shards for num_parts={manifest['num_parts']}")
     return manifest
@@ -61,11 +65,23 @@ def read_shard(part_dir: str | Path, part: int, manifest: dict | None = None) ->
     feat = batch.column("feat").values.flatten().to_numpy().reshape(-1, manifest["num_features"])
     shard = Shard(part=part, num_parts=manifest["num_parts"], num_classes=manifest["num_classes"],
                   num_train_global=manifest["num_train"], feat=feat, **arrays)
+    _check_counts(path, entry, shard)
     n = shard.num_inner
     if (shard.edge_dst.size and shard.edge_dst.max() >= n) or (shard.edge_src.size and
                                                                shard.edge_src.max() >= n + shard.num_halo):
         raise SylvieError(f"{path}: local edge ids out of range; rerun `sylvie partition`")
     return shard
+
+
+def _check_counts(path: Path, entry: dict, shard: Shard) -> None:
+    """The manifest's counts of this part against the shard itself."""
+    actual = {"inner_nodes": shard.num_inner, "train_nodes": int(shard.train.sum()), "edges": int(shard.edge_src.size),
+              "halo_nodes": shard.num_halo,
+              "halo_from": np.bincount(shard.halo_owner, minlength=shard.num_parts).astype(int).tolist()}
+    for key, value in actual.items():
+        if entry.get(key) != value:
+            raise SylvieError(f"{path}: the manifest says {key} {entry.get(key)} but the shard has {value}; rerun "
+                              f"`sylvie partition`")
 
 
 def verify_partition(part_dir: str | Path, dataset_fingerprint: str | None = None) -> dict:
