@@ -33,6 +33,9 @@ def _train(args) -> None:
     # It must be set before numba is imported.
     if "OMP_NUM_THREADS" in os.environ:
         os.environ.setdefault("NUMBA_NUM_THREADS", os.environ["OMP_NUM_THREADS"])
+    if "LOCAL_RANK" in os.environ:  # a rank dies with its torchrun, however torchrun ends
+        from sylvie.process_tree import die_with_parent
+        die_with_parent()
     from sylvie.config import section_from_args
     from sylvie.train.run import run_training
 
@@ -71,7 +74,8 @@ def _launch(args) -> None:
     from sylvie.launch import launch, plan_geometry
 
     g = plan_geometry(args.ranks, args.ranks_per_node, args.gpus_per_node, args.cpus_per_rank, args.nodes)
-    launch(g, _after_dashes(args.command), threads=args.threads, slurm_task=args.slurm_task)
+    return launch(g, _after_dashes(args.command), threads=args.threads, slurm_task=args.slurm_task,
+                  watch_pid=args.watch_pid)
 
 
 def _bench_cluster(args) -> None:
@@ -153,6 +157,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                                  "(default: 1)")
     la.add_argument("--threads", type=int, default=None, help="CPUs this machine gives the whole run when not under "
                                                               "Slurm; each rank gets THREADS/RANKS OMP threads")
+    la.add_argument("--watch-pid", type=int, default=None, help="stop the run when the process with this pid ends "
+                                                                "(the Snakemake rule passes its own Snakemake: $PPID)")
     la.add_argument("--slurm-task", action="store_true", help=argparse.SUPPRESS)
     la.add_argument("command", nargs=argparse.REMAINDER, help="the command each rank runs, after --")
     la.set_defaults(func=_launch)
@@ -175,17 +181,31 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _error(stage: str, message: str) -> None:
+    """Print a user's error as one line; under torchrun name the rank and note it for the launcher."""
+    from sylvie.failures import record_failure
+
+    rank = os.environ.get("RANK") if "LOCAL_RANK" in os.environ else None
+    print(f"sylvie {stage}: error{'' if rank is None else f' on rank {rank}'}: {message}", file=sys.stderr, flush=True)
+    record_failure(message)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        args.func(args)
+        code = args.func(args)
     except SylvieError as e:
-        print(f"sylvie {args.stage}: error: {e}", file=sys.stderr)
+        _error(args.stage, str(e))
         return 2
     except KeyboardInterrupt:
         print(f"sylvie {args.stage}: interrupted", file=sys.stderr)
         return 130
-    return 0
+    except Exception as e:  # a bug or a failed collective: the traceback follows, the launcher repeats the line
+        from sylvie.failures import record_failure
+
+        record_failure(f"{type(e).__name__}: {e}".splitlines()[0][:500])
+        raise
+    return code or 0
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sylvie.errors import SylvieError
+from sylvie.supervise import run_supervised
 
 RDZV_PORT_BASE = 20000  # c10d port = base + job id mod 10000: concurrent jobs on a shared node differ
 
@@ -189,12 +190,16 @@ def thread_env(g: Geometry, threads: int | None, slurm_task: bool, env: dict | N
     return {k: str(n) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS")}
 
 
-def launch(g: Geometry, command: list[str], threads: int | None = None, slurm_task: bool = False) -> None:
-    """Replace this process by the launcher (os.exec: does not return)."""
+def launch(g: Geometry, command: list[str], threads: int | None = None, slurm_task: bool = False,
+           watch_pid: int | None = None) -> int:
+    """Run the launcher as a supervised child (it and its ranks end if this process ends); returns its exit
+    status, after repeating the first failing rank's error as the last line."""
     if not command:
         raise SylvieError("launch: no command given; put it after --, e.g. -- sylvie train --partition ...")
     argv = launch_argv(g, command, slurm_task)
     if argv[0] == "srun" and not shutil.which("srun"):
         raise SylvieError("SLURM_JOB_ID is set but srun is not on PATH; load the Slurm module or unset SLURM_JOB_ID")
-    sys.stdout.flush()
-    os.execvpe(argv[0], argv, {**os.environ, **thread_env(g, threads, slurm_task)})
+    env = {**os.environ, **thread_env(g, threads, slurm_task)}
+    # Under srun every task is a `sylvie launch --slurm-task` that supervises its own node's torchrun.
+    srun = argv[0] == "srun"
+    return run_supervised(argv, env, "srun" if srun else "torchrun", collect_failures=not srun, watch_pid=watch_pid)

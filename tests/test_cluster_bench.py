@@ -81,3 +81,38 @@ def test_without_root_it_says_so_and_exits_non_zero(tmp_path, monkeypatch, capsy
         p = run([str(BIN / "sylvie"), *args], check=False, timeout=120)
         returncode, stderr = p.returncode, p.stderr
     assert returncode != 0 and "root" in stderr
+
+
+def _pids_in(prefix: str) -> list[str]:
+    names = [n for n in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
+             if n.startswith(prefix)]
+    return [p for n in names for p in subprocess.run(["ip", "netns", "pids", n], capture_output=True,
+                                                     text=True).stdout.split()]
+
+
+@pytest.mark.skipif(_skip_reason() is not None, reason=str(_skip_reason()))
+def test_a_cut_link_fails_the_run_within_the_timeout_and_leaves_nothing(cora_partitions, tmp_path):
+    before = _net_state()
+    proc = subprocess.Popen([str(BIN / "sylvie"), "bench", "cluster", "--partition", str(cora_partitions[2]),
+                             "--out", str(tmp_path / "run"), "--rate", "20mbit", "--", "--epochs", "1000000",
+                             "--timeout", "10", "--log-every", "100000"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"})
+    tag = f"sy{proc.pid % 100000}"
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not (tmp_path / "run" / "train.lock").exists():
+            time.sleep(0.5)
+        time.sleep(5)  # training
+        assert proc.poll() is None, proc.communicate()
+        subprocess.run(["ip", "link", "set", f"{tag}v1", "down"], check=True)  # node 1's cable is pulled
+        t0 = time.monotonic()
+        _, err = proc.communicate(timeout=150)
+        elapsed = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode != 0 and elapsed < 75, (elapsed, err[-2000:])
+    last = err.strip().splitlines()[-1]
+    assert "node" in last and "rank" in last and ("has not answered" in last or "cannot reach" in last), last
+    assert _net_state() == before and _pids_in(tag) == []

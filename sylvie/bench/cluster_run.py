@@ -2,7 +2,8 @@
 
 Node k runs ``torchrun --nnodes P --node-rank k --nproc-per-node 1`` with c10d rendezvous at node 0's
 address; gloo and the rendezvous talk over the namespaces' rate-limited interfaces only. If any node
-fails (or on Ctrl-C, or after ``timeout_s``) every node is stopped; the namespaces are always removed.
+fails (or on Ctrl-C, or after ``timeout_s``) every node is stopped, every process left in a namespace is
+killed, and the namespaces are always removed; a failure names the rank that failed first.
 """
 from __future__ import annotations
 
@@ -10,11 +11,14 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 from sylvie.bench.netns_cluster import NODE_IFACE, NetnsCluster
 from sylvie.errors import SylvieError
+from sylvie.failures import ENV as FAILURE_ENV
+from sylvie.failures import describe, first_failure
 from sylvie.launch import multinode_argv
 from sylvie.train.metrics import read_jsonl
 
@@ -42,9 +46,9 @@ def train_on_cluster(partition_dir: str | Path, out_dir: str | Path, nodes: int,
     log_dir = Path(log_dir or out_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
     threads = max(1, (os.cpu_count() or 1) // nodes)
-    with NetnsCluster(nodes, rate) as cluster:
+    with NetnsCluster(nodes, rate) as cluster, tempfile.TemporaryDirectory(prefix="sylvie-failures-") as failures:
         env = {**os.environ, "GLOO_SOCKET_IFNAME": NODE_IFACE, "TP_SOCKET_IFNAME": NODE_IFACE,
-               "OMP_NUM_THREADS": str(threads), "PYTHONUNBUFFERED": "1"}
+               "OMP_NUM_THREADS": str(threads), "PYTHONUNBUFFERED": "1", FAILURE_ENV: failures}
         procs, logs = [], []
         try:
             for k in range(nodes):
@@ -61,7 +65,10 @@ def train_on_cluster(partition_dir: str | Path, out_dir: str | Path, nodes: int,
             while True:  # until every node has exited 0, one has failed, or time is up
                 failed = [k for k, p in enumerate(procs) if p.poll() not in (None, 0)]
                 if failed:
-                    raise SylvieError(f"node {failed[0]} exited {procs[failed[0]].returncode}; see "
+                    time.sleep(1)  # other ranks' reports of the same failure
+                    entry = first_failure(failures)
+                    cause = f"; {describe(entry)}" if entry else ""
+                    raise SylvieError(f"node {failed[0]} exited {procs[failed[0]].returncode}{cause}; see "
                                       f"{log_dir / f'node{failed[0]}.log'}")
                 if all(p.returncode == 0 for p in procs):
                     break

@@ -8,11 +8,14 @@ a node sends (on its own interface) and to what it receives (on the bridge's end
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
 import subprocess
 import threading
+import time
+from pathlib import Path
 
 from sylvie.errors import SylvieError
 
@@ -102,10 +105,26 @@ class NetnsCluster:
             signal.signal(signal.SIGTERM, self._previous_sigterm)
             self._previous_sigterm = None
 
+    def kill_processes(self) -> list[int]:
+        """SIGKILL every process still inside one of the namespaces (whatever started it); returns their pids."""
+        pids = []
+        for k in range(self.nodes):
+            out = _ip("netns", "pids", self.namespace(k), check=False).stdout.split()
+            pids += [int(p) for p in out if p.isdigit()]
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while pids and time.monotonic() < deadline and any(Path(f"/proc/{p}").exists() for p in pids):
+            time.sleep(0.05)  # a killed process leaves /proc once reaped by its parent (or init)
+        return pids
+
     def teardown(self) -> None:
-        """Delete every namespace (with its veth pair and qdiscs) and the bridge; safe to call twice."""
+        """Kill every process left in the namespaces, then delete every namespace (with its veth pair and qdiscs)
+        and the bridge; safe to call twice."""
         if not self.created:
             return
+        self.kill_processes()
         for k in range(self.nodes):
             _ip("netns", "delete", self.namespace(k), check=False)
             _ip("link", "delete", f"{self.tag}v{k}", check=False)

@@ -8,6 +8,8 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
+from sylvie.errors import SylvieError
+
 
 @dataclass
 class Context:
@@ -17,11 +19,12 @@ class Context:
     backend: str
 
 
-def init_distributed(device: str = "auto", timeout_s: int = 600) -> Context:
-    """Join the process group torchrun described in the environment; a plain process is rank 0 of 1."""
+def init_distributed(device: str = "auto", timeout_s: float = 120) -> Context:
+    """Join the process group torchrun described in the environment; a plain process is rank 0 of 1. A
+    collective that waits longer than ``timeout_s`` for a peer fails."""
     use_cuda = device == "cuda" or (device == "auto" and torch.cuda.is_available())
     if use_cuda and not torch.cuda.is_available():
-        raise RuntimeError("device: cuda was requested but no CUDA device is visible")
+        raise SylvieError("train.device is cuda but no CUDA device is visible; use device auto or cpu")
     local_rank = int(os.environ.get("LOCAL_RANK", 0))
     dev = torch.device(f"cuda:{local_rank}") if use_cuda else torch.device("cpu")
     if use_cuda:

@@ -1,7 +1,9 @@
 """The train stage on one rank: read its shard, train, checkpoint, write the model and metrics."""
 from __future__ import annotations
 
+import contextlib
 import copy
+import os
 import sys
 from pathlib import Path
 
@@ -10,10 +12,13 @@ from tqdm import tqdm
 
 from sylvie.atomic import atomic_path
 from sylvie.errors import SylvieError
+from sylvie.output_dir import check_location
 from sylvie.partition.shard_reader import read_manifest, read_shard
-from sylvie.train.checkpoint import load_checkpoint, run_fingerprint, save_checkpoint
+from sylvie.train.checkpoint import load_checkpoint, run_identity, save_checkpoint
 from sylvie.train.distributed import init_distributed, shutdown
 from sylvie.train.metrics import format_epoch, write_jsonl
+from sylvie.train.peer_watchdog import PeerWatchdog, collective_timeout
+from sylvie.train.run_lock import RunLock
 from sylvie.train.trainer import FullGraphTrainer
 
 
@@ -25,23 +30,36 @@ def run_training(partition_dir: str | Path, out_dir: str | Path, model_cfg: dict
                  comm_cfg: dict | None = None) -> dict | None:
     """Train on the partition under ``partition_dir``; rank 0 writes ``model.pt`` and ``metrics.jsonl``.
 
-    Checkpoints go to ``out_dir/checkpoints/last.pt`` every ``checkpoint_every`` epochs; a restart with
-    the same settings resumes from there.
+    Rank 0 holds ``out_dir/train.lock`` for the whole run. Checkpoints go to ``out_dir/checkpoints/last.pt``
+    every ``checkpoint_every`` epochs; a restart of the same run resumes from there.
     """
     out_dir = Path(out_dir)
+    check_location(out_dir, inputs=(partition_dir,), stage="sylvie train")
     manifest = read_manifest(partition_dir)
-    ctx = init_distributed(train_cfg["device"])
+    with contextlib.ExitStack() as stack:
+        if int(os.environ.get("RANK", 0)) == 0:  # before joining the others: a second run fails at once
+            stack.enter_context(RunLock(out_dir))
+        return _train_locked(partition_dir, out_dir, manifest, model_cfg, train_cfg, comm_cfg)
+
+
+def _train_locked(partition_dir, out_dir: Path, manifest: dict, model_cfg: dict, train_cfg: dict,
+                  comm_cfg: dict | None) -> dict | None:
+    # The watchdog names a silent peer after `timeout`; the backend's own timeout, a little later, is the backstop
+    # for a collective that hangs while every peer still beats.
+    ctx = init_distributed(train_cfg["device"], collective_timeout(train_cfg["timeout"]))
+    watchdog = PeerWatchdog(ctx.rank, ctx.world, train_cfg["timeout"])
     finished = False
     try:
         if ctx.world != manifest["num_parts"]:
             raise SylvieError(f"{partition_dir} has {manifest['num_parts']} parts but {ctx.world} ranks were started; "
                               f"launch with torchrun --nproc-per-node {manifest['num_parts']}")
+        watchdog.start()
         shard = read_shard(partition_dir, ctx.rank, manifest)
         trainer = FullGraphTrainer(ctx, shard, model_cfg, train_cfg, comm_cfg)
-        fingerprint = run_fingerprint(model_cfg, train_cfg, manifest["dataset_fingerprint"], manifest["num_parts"],
-                                      trainer.comm_cfg)
+        identity = run_identity(model_cfg, train_cfg, trainer.comm_cfg, manifest)
+        epochs = train_cfg["epochs"]
         ckpt_path = out_dir / "checkpoints" / "last.pt"
-        state = load_checkpoint(ckpt_path, fingerprint)
+        state, why_not = load_checkpoint(ckpt_path, identity, epochs)
         records, best, start = [], None, 0
         if state is not None:
             trainer.model.load_state_dict(state["model"])
@@ -50,7 +68,8 @@ def run_training(partition_dir: str | Path, out_dir: str | Path, model_cfg: dict
             trainer.resume_at(start)
             if ctx.rank == 0:
                 _log(f"resuming from {ckpt_path} after epoch {start}")
-        epochs = train_cfg["epochs"]
+        elif why_not and ctx.rank == 0:
+            _log(f"starting afresh, not from {ckpt_path}: {why_not}")
         show_bar = ctx.rank == 0 and train_cfg["progress"] and sys.stderr.isatty()
         bar = tqdm(range(start, epochs), initial=start, total=epochs, desc="train", unit="epoch", disable=not show_bar)
         for epoch in bar:
@@ -66,7 +85,7 @@ def run_training(partition_dir: str | Path, out_dir: str | Path, model_cfg: dict
                 _log(f"staleness adaptor: epoch {planned['epoch'] + 1} will be synchronous ({planned['reason']})")
             every = train_cfg["checkpoint_every"]
             if ctx.rank == 0 and every and (epoch + 1) % every == 0 and epoch + 1 < epochs:
-                save_checkpoint(ckpt_path, {"fingerprint": fingerprint, "epoch": epoch, "metrics": records,
+                save_checkpoint(ckpt_path, {"identity": identity, "epoch": epoch, "metrics": records,
                                             "best": best, "model": trainer.model.state_dict(),
                                             "optimizer": trainer.opt.state_dict()})
         if ctx.rank != 0:
@@ -87,4 +106,5 @@ def run_training(partition_dir: str | Path, out_dir: str | Path, model_cfg: dict
         finished = True
         return summary
     finally:
-        shutdown(finished)
+        shutdown(finished)  # after a finished run, a barrier: every rank keeps beating while it waits there
+        watchdog.stop()

@@ -21,12 +21,23 @@ from sylvie.comm.lowbit_format import FULL_PRECISION
 from sylvie.comm.staleness import BoundedStalenessAdaptor
 from sylvie.comm.stats import CommStats
 from sylvie.config import section_defaults
+from sylvie.errors import SylvieError
 from sylvie.models import build_model
 from sylvie.partition.shard_format import Shard
 from sylvie.train.distributed import Context, all_reduce_sum
 from sylvie.train.local_graph import shard_block
 
 SPLITS = ("train", "val", "test")
+
+
+class TrainingDiverged(SylvieError):
+    """A non-finite loss or weight gradient: training stops before the optimiser step."""
+
+    def __init__(self, epoch: int, loss: float, lr: float, grads_finite: bool):
+        what = f"the training loss is {loss}" if not math.isfinite(loss) else "the weight gradients are not finite"
+        super().__init__(f"epoch {epoch + 1}: {what}; training diverged and stopped (no model.pt written). Try a "
+                         f"lower train.lr (now {lr:g}, e.g. {lr / 10:g}), or check the input features for "
+                         f"extreme values")
 
 
 class FullGraphTrainer:
@@ -68,10 +79,13 @@ class FullGraphTrainer:
         """Continue from a checkpoint at ``epoch``, which is synchronous: stale halo data is not checkpointed."""
         self.adaptor = self._adaptor(start=epoch)
 
-    def _all_reduce_gradients(self) -> None:
+    def _all_reduce_gradients(self) -> bool:
+        """Sum the weight gradients over the ranks; returns whether they are all finite (the same on every rank)."""
         params = [p for p in self.model.parameters() if p.grad is not None]
-        if self.ctx.world == 1 or not params:
-            return
+        if not params:
+            return True
+        if self.ctx.world == 1:
+            return all(bool(torch.isfinite(p.grad).all()) for p in params)
         flat = torch.cat([p.grad.reshape(-1) for p in params])
         with self.reduce_stats.timed(sent=flat.numel() * flat.element_size()):
             all_reduce_sum(flat)
@@ -80,6 +94,7 @@ class FullGraphTrainer:
             n = p.grad.numel()
             p.grad.copy_(flat[offset:offset + n].view_as(p.grad))
             offset += n
+        return bool(torch.isfinite(flat).all())
 
     def train_step(self, epoch: int) -> float:
         """One full-graph step; returns the global mean training loss."""
@@ -92,10 +107,12 @@ class FullGraphTrainer:
         logits = self.model(self.block, self.x, self.halo)
         loss_sum = F.cross_entropy(logits[self.train_idx], self.labels[self.train_idx], reduction="sum")
         (loss_sum / self.num_train_global).backward()
-        self._all_reduce_gradients()
+        grads_finite = self._all_reduce_gradients()
+        loss = float(all_reduce_sum(loss_sum.detach().clone())) / self.num_train_global
+        if not (math.isfinite(loss) and grads_finite):  # all-reduced: every rank stops at the same epoch
+            raise TrainingDiverged(epoch, loss, self.cfg["lr"], grads_finite)
         self.opt.step()
-        total = all_reduce_sum(loss_sum.detach().clone())
-        return float(total) / self.num_train_global
+        return loss
 
     @torch.no_grad()
     def evaluate(self) -> dict[str, float]:

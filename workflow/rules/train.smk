@@ -29,8 +29,9 @@ rule train:
         "../../environment.yml"
     shell:
         # Here: torchrun --standalone with the rule's threads split among the ranks. In a Slurm job: srun of one
-        # torchrun per node, c10d rendezvous on the first (sylvie/launch.py).
-        "sylvie launch --ranks {params.parts} --nodes {resources.nodes} --gpus-per-node {resources.gpus_per_node} "
+        # torchrun per node, c10d rendezvous on the first (sylvie/launch.py). $PPID is the Snakemake that runs this
+        # shell: if it is killed, the training stops instead of running on as an orphan.
+        "sylvie launch --watch-pid $PPID --ranks {params.parts} --nodes {resources.nodes} --gpus-per-node {resources.gpus_per_node} "
         "--cpus-per-rank {resources.cpus_per_rank} --threads {threads} -- "
         "sylvie train --partition {input} --out results/{wildcards.run}/seed{wildcards.seed} "
         "--seed {wildcards.seed} {params.model} {params.train} {params.comm} --no-progress > {log} 2>&1"

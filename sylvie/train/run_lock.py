@@ -1,0 +1,64 @@
+"""An exclusive lock on a run directory for the whole training run.
+
+``flock`` on ``<run>/train.lock``, taken without waiting: a second training on the same directory fails at
+once and names the holder (host, pid, since when, written into the file). The kernel releases the lock
+when its holder dies, however it dies, so a lock left by a dead run is simply taken over. The file is
+never removed (removing it would let two runs lock two different files of the same name).
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+import time
+from pathlib import Path
+
+from sylvie.errors import SylvieError
+
+LOCK_NAME = "train.lock"
+
+
+class RunLock:
+    def __init__(self, run_dir: str | Path):
+        self.path = Path(run_dir) / LOCK_NAME
+        self._fd: int | None = None
+
+    def acquire(self) -> "RunLock":
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _describe(os.read(fd, 4096))
+            os.close(fd)
+            raise SylvieError(f"{self.path.parent}: another training is writing this run directory ({holder}); "
+                              f"wait for it to finish, stop it, or give this run another --out") from None
+        except OSError as e:
+            os.close(fd)
+            raise SylvieError(f"{self.path}: cannot lock the run directory ({e}); this file system may not "
+                              f"support flock, give --out on a local or flock-capable file system") from e
+        record = {"host": socket.gethostname(), "pid": os.getpid(), "since": time.strftime("%Y-%m-%d %H:%M:%S")}
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, (json.dumps(record) + "\n").encode(), 0)
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing drops the flock
+            self._fd = None
+
+    def __enter__(self) -> "RunLock":
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def _describe(raw: bytes) -> str:
+    try:
+        r = json.loads(raw.decode())
+        return f"host {r['host']}, pid {r['pid']}, since {r['since']}"
+    except (ValueError, KeyError, UnicodeDecodeError):
+        return "holder unknown"
