@@ -1,11 +1,17 @@
 # Sylvie pipeline: download -> partition -> train (torchrun) -> evaluate -> report.
 # Rules only wire inputs, outputs and params; all logic is in the `sylvie` package.
+import os
+
 from snakemake.utils import min_version
 
-from sylvie.config import cli_arguments, dataset_options, resolve_runs, validate
+from sylvie.config import cli_arguments, dataset_options, load_config, resolve_runs, validate
 from sylvie.launch import plan_geometry, slurm_resources
 
 min_version("9.0")
+
+
+if os.path.exists("config/config.yaml"):  # a YAML error names the file and line (Snakemake's own names neither)
+    load_config("config/config.yaml")
 
 
 configfile: "config/config.yaml"

@@ -114,7 +114,10 @@ def load_config(path: str | Path) -> dict:
     try:
         return yaml.safe_load(p.read_text()) or {}
     except yaml.YAMLError as e:
-        raise SylvieError(f"{p}: not valid YAML ({e})") from e
+        mark = getattr(e, "problem_mark", None)
+        where = f"{p}, line {mark.line + 1}, column {mark.column + 1}" if mark else str(p)
+        what = " ".join(str(x) for x in (getattr(e, "context", None), getattr(e, "problem", None)) if x) or str(e)
+        raise SylvieError(f"{where}: not valid YAML: {what}; fix the file there") from None
 
 
 # ---- CLI flags from the schema -------------------------------------------------------------------

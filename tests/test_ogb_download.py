@@ -3,6 +3,7 @@ import functools
 import gzip
 import http.server
 import threading
+import time
 import zipfile
 
 import numpy as np
@@ -64,3 +65,44 @@ def test_unreachable_mirror_is_a_clear_error(tmp_path):
              str(tmp_path / "raw"), "--out", str(tmp_path / "ds")], check=False)
     assert p.returncode == 2 and "could not download ogbn-arxiv from http://127.0.0.1:9/arxiv.zip" in p.stderr
     assert not (tmp_path / "ds").exists()
+
+
+def _serve(handler_cls):
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler_cls)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def test_a_mirror_that_never_answers_times_out(tmp_path):
+    class Silent(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            time.sleep(30)  # accepts the connection, sends nothing
+
+        def log_message(self, *args):
+            pass
+
+    server = _serve(Silent)
+    try:
+        t0 = time.monotonic()
+        p = run([str(BIN / "sylvie"), "download", "ogbn-arxiv", "--mirror", f"http://127.0.0.1:{server.server_address[1]}/",
+                 "--timeout", "3", "--root", str(tmp_path / "raw"), "--out", str(tmp_path / "ds")], check=False, timeout=60)
+        assert time.monotonic() - t0 < 25
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert p.returncode == 2 and "could not download ogbn-arxiv" in p.stderr and "timeout 3 s" in p.stderr
+    assert not (tmp_path / "ds").exists()
+
+
+def test_a_corrupt_archive_is_not_reused(cora_dir, mirror, tmp_path):
+    served = tmp_path / "mirror"
+    good = (served / "arxiv.zip").read_bytes()
+    (served / "arxiv.zip").write_bytes(b"this is not a zip archive" * 100)
+    args = [str(BIN / "sylvie"), "download", "ogbn-arxiv", "--mirror", mirror, "--root", str(tmp_path / "raw"),
+            "--out", str(tmp_path / "ds")]
+    p = run(args, check=False)
+    assert p.returncode == 2 and "not a valid zip archive" in p.stderr and "arxiv.zip" in p.stderr
+    assert not (tmp_path / "raw" / "arxiv.zip").exists() and (tmp_path / "raw" / "arxiv.zip.corrupt").exists()
+    (served / "arxiv.zip").write_bytes(good)  # the mirror is fixed: the next run downloads again
+    p = run(args)
+    assert "2,708 nodes" in p.stdout

@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import socket
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +31,17 @@ def _meta_info(name: str, root: Path, mirror: str | None) -> dict:
 
 
 @contextlib.contextmanager
+def network_timeout(seconds: float):
+    """Every socket opened inside (urllib, requests) gives up after ``seconds`` without an answer."""
+    saved = socket.getdefaulttimeout()
+    socket.setdefaulttimeout(seconds)
+    try:
+        yield
+    finally:
+        socket.setdefaulttimeout(saved)
+
+
+@contextlib.contextmanager
 def _ogb_downloads_into(root: Path):
     """OGB downloads into the working directory when given meta_dict, and asks on stdin above 1 GB.
 
@@ -50,20 +64,46 @@ def _ogb_downloads_into(root: Path):
         ds_mod.decide_download = saved
 
 
-def load_ogb(name: str, root: str | Path, mirror: str | None = None) -> Graph:
-    """Download (if needed) and load an ogbn-* dataset into canonical form."""
+def _fetch(name: str, root: Path, meta: dict, timeout_s: float):
+    """ogb's NodePropPredDataset, downloading and extracting the archive if needed. What this call wrote and
+    could not finish is removed (a partial folder); an archive that is not a valid zip is moved aside, so the
+    next run downloads it again instead of reusing it."""
     from ogb.nodeproppred import NodePropPredDataset
 
+    archive = root / meta["url"].rpartition("/")[2]
+    folder = root / meta["dir_path"]
+    ours = [f for f in {folder, root / meta.get("download_name", meta["dir_path"])} if not f.exists()]
+    with _ogb_downloads_into(root), network_timeout(timeout_s):
+        try:
+            return NodePropPredDataset(name, meta_dict=meta)
+        except zipfile.BadZipFile as e:
+            aside = archive.with_name(archive.name + ".corrupt")
+            if archive.exists():
+                os.replace(archive, aside)
+            problem = SylvieError(f"{archive}: downloaded from {meta['url']} but not a valid zip archive ({e}); moved "
+                                  f"it to {aside.name} so the next run downloads it again. Check the mirror "
+                                  f"(datasets.{name}.mirror)")
+        except (OSError, RuntimeError) as e:  # urllib errors and timeouts are OSErrors; ogb wraps a broken read
+            problem = SylvieError(f"could not download {name} from {meta['url']} ({e}; network timeout "
+                                  f"{timeout_s:g} s); set datasets.{name}.mirror to a reachable mirror, or place the "
+                                  f"extracted archive in {root}")
+        except EOFError:  # ogb asks on stdin whether to replace a folder without its RELEASE file
+            raise SylvieError(f"{folder}: exists but is not a complete {name} (no RELEASE_v*.txt); move it away and "
+                              f"rerun to download it again") from None
+        for f in ours:  # extracted by this call, incomplete
+            shutil.rmtree(f, ignore_errors=True)
+        raise problem
+
+
+def load_ogb(name: str, root: str | Path, mirror: str | None = None, timeout_s: float = 60) -> Graph:
+    """Download (if needed) and load an ogbn-* dataset into canonical form; every network read gives up after
+    ``timeout_s`` seconds without data."""
     if name not in NAMES:
         raise SylvieError(f"unknown OGB dataset '{name}'; choose one of {', '.join(NAMES)}")
     root = Path(root).resolve()
     meta = _meta_info(name, root, mirror)
+    ds = _fetch(name, root, meta, timeout_s)
     with _ogb_downloads_into(root):
-        try:
-            ds = NodePropPredDataset(name, meta_dict=meta)
-        except OSError as e:  # urllib errors are OSErrors
-            raise SylvieError(f"could not download {name} from {meta['url']} ({e}); set datasets.{name}.mirror "
-                              f"to a reachable mirror, or place the extracted archive in {root}") from e
         split = ds.get_idx_split()
     graph, labels = ds[0]
     src, dst = graph["edge_index"].astype(np.int64)

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from sylvie.data.graph import Graph, remove_self_loops
+from sylvie.data.ogb import network_timeout
 from sylvie.errors import SylvieError
 
 NAMES = ("cora", "citeseer", "pubmed")
@@ -26,12 +27,18 @@ def _dgl_layout(name: str) -> tuple[str, str]:
 
 
 def _find_raw_files(name: str, raw_dir: Path, internal: str) -> dict[str, Path] | None:
-    """The user's ``ind.<name>.*`` files (original or DGL naming), or None if absent."""
+    """The user's ``ind.<name>.*`` files (original or DGL naming), or None if none is there; a set with some
+    files missing is an error naming them."""
     for folder in (raw_dir, raw_dir / _dgl_layout(name)[1]):
         for prefix in (name, internal):
             files = {s: folder / f"ind.{prefix}.{s}" for s in SUFFIXES}
-            if all(p.is_file() for p in files.values()):
+            missing = [p.name for p in files.values() if not p.is_file()]
+            if not missing:
                 return files
+            if len(missing) < len(files):
+                raise SylvieError(f"{folder}: Planetoid files incomplete, missing {', '.join(missing)}; restore "
+                                  f"{'it' if len(missing) == 1 else 'them'} (all of ind.{prefix}."
+                                  f"{{{','.join(SUFFIXES)}}} are needed), or empty the folder to download them again")
     return None
 
 
@@ -47,7 +54,7 @@ def _verify_checksums(raw_dir: Path, files: dict[str, Path]) -> None:
                               f"(git checkout) or download it again")
 
 
-def load_planetoid(name: str, raw_dir: str | Path, allow_download: bool = True) -> Graph:
+def load_planetoid(name: str, raw_dir: str | Path, allow_download: bool = True, timeout_s: float = 60) -> Graph:
     """Load a Planetoid dataset with DGL from ``raw_dir`` (files ``ind.<name>.*``).
 
     If the files are not there and ``allow_download`` is set, DGL downloads them into ``raw_dir``.
@@ -73,7 +80,8 @@ def load_planetoid(name: str, raw_dir: str | Path, allow_download: bool = True) 
         elif allow_download:
             raw_dir.mkdir(parents=True, exist_ok=True)
             try:
-                ds = cls(raw_dir=str(raw_dir), verbose=True)
+                with network_timeout(timeout_s):
+                    ds = cls(raw_dir=str(raw_dir), verbose=True)
             except Exception as e:  # DGL raises plain exceptions for network failures
                 raise SylvieError(f"{raw_dir}: no ind.{name}.* files there and DGL could not download them ({e}); "
                                   f"put the Planetoid files in {raw_dir}") from e
