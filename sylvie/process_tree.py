@@ -6,6 +6,7 @@ import ctypes.util
 import os
 import signal
 import sys
+from pathlib import Path
 
 _PR_SET_PDEATHSIG = 1
 
@@ -25,3 +26,40 @@ def die_with_parent(sig: int = signal.SIGKILL) -> None:
         return
     if parent == 1 or os.getppid() != parent:
         os.kill(os.getpid(), sig)
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    """Fields 3.. of /proc/PID/stat (state first), or None if there is no such process."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` is a running (or stopped) process, not a zombie waiting to be reaped."""
+    fields = _stat_fields(pid)
+    return fields is not None and fields[0] not in ("Z", "X")
+
+
+def start_time(pid: int) -> str | None:
+    """When ``pid`` started (field 22 of /proc/PID/stat), None if it is gone or a zombie: tells a process
+    from a later one that got the same pid."""
+    fields = _stat_fields(pid)
+    return fields[19] if fields is not None and len(fields) > 19 and alive(pid) else None
+
+
+def training_ranks(run_dir: str | os.PathLike) -> dict[int, int]:
+    """rank -> pid of the ``sylvie train`` processes (under torchrun) writing ``run_dir``."""
+    found = {}
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmd = (proc / "cmdline").read_bytes().split(b"\0")
+            env = dict(e.split(b"=", 1) for e in (proc / "environ").read_bytes().split(b"\0") if b"=" in e)
+        except OSError:
+            continue
+        if b"train" in cmd and os.fsencode(run_dir) in cmd and b"LOCAL_RANK" in env:
+            found[int(env[b"RANK"])] = int(proc.name)
+    return found

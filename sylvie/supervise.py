@@ -13,33 +13,22 @@ import sys
 import tempfile
 import threading
 import time
-from pathlib import Path
 
 from sylvie.failures import ENV, describe, first_failure
-from sylvie.process_tree import die_with_parent
+from sylvie.process_tree import die_with_parent, start_time
 
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
-def _start_time(pid: int) -> str | None:
-    """The start time of process ``pid`` (field 22 of /proc/PID/stat), None if it does not exist or has exited
-    (a zombie not yet reaped)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return None if len(fields) < 20 or fields[0] in ("Z", "X") else fields[19]
-
-
 def _stop_when_gone(pid: int, proc: subprocess.Popen, stopped: list) -> None:
     """Watch ``pid`` (the program that started this run, e.g. Snakemake) and stop ``proc`` once it is gone."""
-    started = _start_time(pid)
+    started = start_time(pid)
     if started is None:
         raise SystemExit(f"sylvie launch: --watch-pid {pid}: no such process")
 
     def watch():
         while proc.poll() is None:
-            if _start_time(pid) != started:  # gone (or its pid reused by another process)
+            if start_time(pid) != started:  # gone (or its pid reused by another process)
                 stopped.append(f"the process that started it (pid {pid}) is gone")
                 proc.send_signal(signal.SIGTERM)
                 return

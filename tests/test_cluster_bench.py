@@ -7,6 +7,8 @@ import time
 import pytest
 
 from conftest import BIN, run
+from sylvie.process_tree import alive
+from sylvie.process_tree import training_ranks as rank_pids
 from sylvie.train.metrics import read_jsonl
 
 
@@ -105,6 +107,8 @@ def test_a_cut_link_fails_the_run_within_the_timeout_and_leaves_nothing(cora_par
             time.sleep(0.5)
         time.sleep(5)  # training
         assert proc.poll() is None, proc.communicate()
+        pids = rank_pids(tmp_path / "run")
+        assert len(pids) == 2
         subprocess.run(["ip", "link", "set", f"{tag}v1", "down"], check=True)  # node 1's cable is pulled
         t0 = time.monotonic()
         _, err = proc.communicate(timeout=150)
@@ -116,3 +120,4 @@ def test_a_cut_link_fails_the_run_within_the_timeout_and_leaves_nothing(cora_par
     last = err.strip().splitlines()[-1]
     assert "node" in last and "rank" in last and ("has not answered" in last or "cannot reach" in last), last
     assert _net_state() == before and _pids_in(tag) == []
+    assert not any(alive(p) for p in pids.values())

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from conftest import BIN, CORA_RAW, run, venv_env
+from sylvie.process_tree import alive
+from sylvie.process_tree import training_ranks as rank_pids
 from sylvie.train.metrics import read_jsonl
 
 
@@ -26,20 +28,6 @@ def start_launch(part_dir, out, *train_args, extra=()):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=venv_env())
 
 
-def rank_pids(out) -> dict[int, int]:
-    """rank -> pid of the `sylvie train` processes writing ``out``."""
-    found = {}
-    for proc in Path("/proc").iterdir():
-        try:
-            cmd = (proc / "cmdline").read_bytes().split(b"\0")
-            env = dict(e.split(b"=", 1) for e in (proc / "environ").read_bytes().split(b"\0") if b"=" in e)
-        except OSError:
-            continue
-        if b"train" in cmd and str(out).encode() in cmd and b"LOCAL_RANK" in env:
-            found[int(env[b"RANK"])] = int(proc.name)
-    return found
-
-
 def wait_for_epochs(out, ranks=2, timeout=120):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -48,13 +36,6 @@ def wait_for_epochs(out, ranks=2, timeout=120):
             return
         time.sleep(0.2)
     raise AssertionError("the ranks never started")
-
-
-def alive(pid) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    except OSError:
-        return False
 
 
 @pytest.mark.slow
