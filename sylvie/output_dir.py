@@ -25,16 +25,23 @@ class OutputKind:
     """What one stage writes into its output directory."""
     what: str           # in words, e.g. "canonical graph"
     stage: str          # the command that writes it
-    marker: str         # the file that identifies it (JSON with every key in ``marker_keys``)
+    marker: str | None  # the file that identifies it (JSON with every key in ``marker_keys``), if any
     marker_keys: tuple[str, ...]
-    entries: str        # regular expression every entry name must match
+    entries: str        # regular expression every file name must match
+    subdirs: str = r"(?!)"  # regular expression of the folders it writes (default: none)
+
+    def _ours(self, directory: Path, name: str) -> bool:
+        path = directory / name
+        if path.is_symlink():
+            return False
+        return (path.is_file() and re.fullmatch(self.entries, name) is not None) or \
+            (path.is_dir() and re.fullmatch(self.subdirs, name) is not None)
 
     def foreign_entries(self, directory: Path) -> list[str]:
         """Names in ``directory`` this kind does not write (empty: the directory is ours to replace)."""
         names = sorted(os.listdir(directory))
-        foreign = [n for n in names if not re.fullmatch(self.entries, n) or not (directory / n).is_file()
-                   or (directory / n).is_symlink()]
-        if names and not foreign:
+        foreign = [n for n in names if not self._ours(directory, n)]
+        if names and not foreign and self.marker:
             try:
                 marker = json.loads((directory / self.marker).read_text())
                 if not all(k in marker for k in self.marker_keys):
@@ -46,6 +53,10 @@ class OutputKind:
 
 CANONICAL_GRAPH = OutputKind("canonical graph", "sylvie download", "meta.json", ("format_version", "fingerprint"),
                              r"nodes\.arrow|edges\.arrow|meta\.json")
+# A run directory is written into, never replaced: what training, evaluation and the emulated cluster put there,
+# and the temporary files of a write that was killed.
+RUN = OutputKind("run directory", "sylvie train", None, (), r"model\.pt|metrics\.jsonl|eval\.json|train\.lock|"
+                 r"node\d+\.log|\..+\.tmp-\w+", subdirs=r"checkpoints")
 PARTITION = OutputKind("partition", "sylvie partition", "manifest.json", ("format_version", "parts", "num_parts"),
                        r"manifest\.json|part-\d+\.arrow")
 
@@ -95,7 +106,7 @@ def check_replaceable(out: str | os.PathLike, kind: OutputKind, inputs: tuple = 
         if foreign:
             shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
             raise SylvieError(f"{kind.stage}: refusing --out {out}: it exists and is not a {kind.what} written by "
-                              f"{kind.stage} (it holds {shown}); nothing was removed. Choose a new directory, or "
+                              f"{kind.stage} (it holds {shown}); nothing was changed. Choose a new directory, or "
                               f"empty it yourself if its contents are not needed")
     return target
 

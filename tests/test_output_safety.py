@@ -94,3 +94,13 @@ def test_evaluate_and_train_refuse_to_write_into_their_inputs(cora_dir, cora_par
     p = sylvie("train", "--partition", cora_partitions[1], "--out", cora_partitions[1], "--epochs", "1")
     assert p.returncode == 2 and "refusing --out" in p.stderr
     assert sorted(f.name for f in cora_partitions[1].iterdir()) == ["manifest.json", "part-0.arrow"]
+
+
+def test_train_refuses_a_directory_that_is_not_a_run_directory(cora_partitions, tmp_path):
+    out = tmp_path / "project"
+    out.mkdir()
+    (out / "model.pt").write_text("someone else's model")
+    (out / "paper.tex").write_text("precious")
+    p = sylvie("train", "--partition", cora_partitions[1], "--out", out, "--epochs", "1")
+    assert p.returncode == 2 and "paper.tex" in p.stderr and "not a run directory" in p.stderr
+    assert (out / "model.pt").read_text() == "someone else's model" and sorted(os.listdir(out)) == ["model.pt", "paper.tex"]

@@ -35,8 +35,8 @@ def collect(run_dirs: list[str | Path]) -> dict[str, list[RunOutput]]:
 def summarise(outputs: list[RunOutput]) -> dict:
     """One row of the comparison table: mean (and std) over seeds."""
     ev0 = outputs[0].evaluation
-    test = np.array([o.evaluation["test_acc"] for o in outputs])
-    val = np.array([o.evaluation["val_acc"] for o in outputs])
+    test = np.array([o.evaluation["test_acc"] for o in outputs], dtype=float)  # null (no such nodes) -> nan
+    val = np.array([o.evaluation["val_acc"] for o in outputs], dtype=float)
 
     def mean_of(key, default=0.0):
         if key not in outputs[0].metrics[0]:  # metrics written before the key existed

@@ -12,7 +12,7 @@ from tqdm import tqdm
 
 from sylvie.atomic import atomic_path
 from sylvie.errors import SylvieError
-from sylvie.output_dir import check_location
+from sylvie.output_dir import RUN, check_replaceable
 from sylvie.partition.shard_reader import read_manifest, read_shard
 from sylvie.train.checkpoint import load_checkpoint, run_identity, save_checkpoint
 from sylvie.train.distributed import init_distributed, shutdown
@@ -34,7 +34,7 @@ def run_training(partition_dir: str | Path, out_dir: str | Path, model_cfg: dict
     every ``checkpoint_every`` epochs; a restart of the same run resumes from there.
     """
     out_dir = Path(out_dir)
-    check_location(out_dir, inputs=(partition_dir,), stage="sylvie train")
+    check_replaceable(out_dir, RUN, inputs=(partition_dir,))  # a run directory, or one to become it
     manifest = read_manifest(partition_dir)
     with contextlib.ExitStack() as stack:
         if int(os.environ.get("RANK", 0)) == 0:  # before joining the others: a second run fails at once
