@@ -10,7 +10,7 @@ CORES ?= all
 export PATH := $(BIN):$(PATH)
 export DGLBACKEND := pytorch
 
-.PHONY: run run-slurm slurm-up slurm-down test install lint clean
+.PHONY: run run-slurm slurm-up slurm-down test check install lint clean
 
 install: $(STAMP)
 
@@ -38,10 +38,16 @@ slurm-up:
 slurm-down:
 	workflow/scripts/slurm-local-down.sh
 
-test: $(STAMP)
+# Everything (what CI runs): lint first, then every tier.
+test: lint
 	$(BIN)/python -m pytest -q -rs --durations=12 tests
 
+# The fast loop, after every edit: the unit tier (in-process, no torchrun), under a minute.
+check: $(STAMP)
+	$(BIN)/python -m pytest -q -m unit --durations=5 tests
+
 lint: $(STAMP)
+	$(BIN)/ruff check sylvie tests benchmarks
 	$(BIN)/snakemake --lint
 
 clean:

@@ -8,7 +8,8 @@ Each configuration trains GraphSAGE (3 layers, hidden 256) on the same METIS par
 `sylvie bench cluster`: one torchrun node per network namespace, every link limited with tc tbf. Epoch
 time is the median over epochs after the first (synchronous) one; the baseline (vanilla fp32
 synchronous) is measured in the same run. Accuracy is evaluated once, after the last epoch, so no
-evaluation traffic shares the links with the training exchanges. --write replaces the table between the markers in the file.
+evaluation traffic shares the links with the training exchanges. --write replaces the table between the markers in
+the file.
 """
 import argparse
 import statistics
@@ -75,7 +76,8 @@ def main() -> None:
     lines = [f"{args.nodes} emulated nodes at {args.rate}; synthetic graph {args.graph_nodes:,} nodes, "
              f"~{int(args.graph_nodes * args.avg_degree):,} directed edges, {args.features} features; GraphSAGE 3 "
              f"layers, hidden 256; {args.epochs} epochs; medians over epochs 2-{args.epochs}.", "",
-             "| configuration | s/epoch | speed-up | comm waited s | comm hidden s | compute s | codec s | MB sent/epoch "
+             "| configuration | s/epoch | speed-up | comm waited s | comm hidden s | compute s | codec s "
+             "| MB sent/epoch "
              "| sync epochs | final test acc |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:

@@ -50,7 +50,7 @@ def measure(rows: int, dim: int, bits: int, device: str, repeats: int) -> dict:
     t_copy, t_enc, t_dec = [], [], []
     for r in range(repeats + 1):
         c = timed(lambda: copy_out.copy_(x))
-        e = timed(lambda: encode(x, bits, key=r, out=wire))
+        e = timed(lambda r=r: encode(x, bits, key=r, out=wire))
         d = timed(lambda: decode(wire, layout, out=back))
         if r:  # the first round warms caches and page tables
             t_copy.append(c), t_enc.append(e), t_dec.append(d)
@@ -73,7 +73,8 @@ def main() -> None:
         raise SystemExit("--device cuda: no CUDA device visible to torch")
     where = torch.cuda.get_device_name() if args.device == "cuda" else f"CPU, {torch.get_num_threads()} threads"
     print(f"Low-bit Module on {where}; GB/s = fp32 input bytes per second; copy = {args.device} memory copy")
-    head = f"{'D':>5} {'N':>9} {'bits':>4} {'ratio':>6} {'copy':>7} {'encode':>7} {'decode':>7} {'enc/copy':>8} {'dec/copy':>8}"
+    head = (f"{'D':>5} {'N':>9} {'bits':>4} {'ratio':>6} {'copy':>7} {'encode':>7} {'decode':>7} {'enc/copy':>8} "
+            f"{'dec/copy':>8}")
     print(head)
     print("-" * len(head))
     for dim in args.dims:

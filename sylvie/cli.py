@@ -16,7 +16,8 @@ def _download(args) -> None:
     options = {k: v for k, v in section_from_args(args, "dataset").items() if v is not None}
     meta = download(args.name, args.out, options)
     print(f"{meta['name']}: {meta['num_nodes']:,} nodes, {meta['num_edges']:,} edges, {meta['num_features']} features, "
-          f"{meta['num_classes']} classes, split {meta['num_train']}/{meta['num_val']}/{meta['num_test']} -> {args.out}")
+          f"{meta['num_classes']} classes, split {meta['num_train']}/{meta['num_val']}/{meta['num_test']} "
+          f"-> {args.out}")
 
 
 def _partition(args) -> None:
@@ -175,7 +176,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--out", required=True, help="run directory (model.pt, metrics.jsonl, node<k>.log)")
     c.add_argument("--nodes", type=int, default=None, help="emulated machines (default: the partition's parts)")
     c.add_argument("--rate", default="1gbit", help="link rate of every node, a tc rate (default: 1gbit)")
-    c.add_argument("--timeout", type=float, default=3600, help="stop everything after this many seconds (default: 3600)")
+    c.add_argument("--timeout", type=float, default=3600,
+                   help="stop everything after this many seconds (default: 3600)")
     c.add_argument("train_args", nargs=argparse.REMAINDER, help="flags for `sylvie train`, after --")
     c.set_defaults(func=_bench_cluster)
     return p

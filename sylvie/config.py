@@ -153,7 +153,7 @@ def section_from_args(args: argparse.Namespace, section: str) -> dict:
 def cli_arguments(section: str, values: dict, skip: tuple[str, ...] = ()) -> str:
     """The flags that reproduce ``values`` on the command line (inverse of add_section_arguments)."""
     out = []
-    for key, spec in _properties(section).items():
+    for key in _properties(section):
         if key in skip or key not in values or values[key] is None:
             continue
         flag = "--" + key.replace("_", "-")

@@ -30,21 +30,38 @@ def torchrun(nproc, *args, **kw):
     return run([str(BIN / "torchrun"), "--standalone", "--nproc-per-node", str(nproc), *map(str, args)], **kw)
 
 
+TIERS = ("unit", "slow", "e2e")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every test carries exactly one tier marker; a test without one (or with two) fails collection."""
+    wrong = [f"{item.nodeid} ({', '.join(t for t in TIERS if item.get_closest_marker(t)) or 'none'})"
+             for item in items if sum(item.get_closest_marker(t) is not None for t in TIERS) != 1]
+    if wrong:
+        raise pytest.UsageError("each test needs exactly one tier marker (" + ", ".join(TIERS) + "):\n  "
+                                + "\n  ".join(wrong))
+
+
 @pytest.fixture(scope="session")
 def cora_dir(tmp_path_factory):
+    """Cora in canonical form, built in-process from the embedded Planetoid files."""
+    from sylvie.data.registry import download
+
     out = tmp_path_factory.mktemp("datasets") / "cora"
-    run([str(BIN / "sylvie"), "download", "cora", "--raw-dir", str(CORA_RAW), "--out", str(out)])
+    download("cora", out, {"source": "planetoid", "raw_dir": str(CORA_RAW), "allow_download": False})
     return out
 
 
 @pytest.fixture(scope="session")
 def cora_partitions(cora_dir, tmp_path_factory):
-    """Cora cut by METIS into 1, 2 and 4 parts."""
+    """Cora cut by METIS into 1, 2 and 4 parts (in-process)."""
+    from sylvie.partition.partition_graph import partition_dataset
+
     base = tmp_path_factory.mktemp("partitions")
     dirs = {}
     for p in (1, 2, 4):
         dirs[p] = base / f"metis-p{p}"
-        run([str(BIN / "sylvie"), "partition", str(cora_dir), "--out", str(dirs[p]), "--parts", str(p)])
+        partition_dataset(cora_dir, dirs[p], p, "metis", 0, progress=False)
     return dirs
 
 

@@ -66,11 +66,11 @@ class SlurmPipelineRun:
         self._stopped = False
         self._thread = threading.Thread(target=self._run, name="slurm-pipeline", daemon=True)
 
-    def start(self) -> "SlurmPipelineRun":
+    def start(self) -> SlurmPipelineRun:
         self._thread.start()
         return self
 
-    def wait(self, timeout_s: float = 1800) -> "SlurmPipelineRun":
+    def wait(self, timeout_s: float = 1800) -> SlurmPipelineRun:
         self._thread.join(timeout_s)
         if self._thread.is_alive():
             self.stop()

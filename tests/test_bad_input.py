@@ -3,9 +3,11 @@ import shutil
 
 import numpy as np
 import pytest
+from conftest import BIN, run, torchrun
 
-from conftest import BIN, CORA_RAW, run, torchrun
 from sylvie.data.graph import _nodes_table, _write_arrow, load_graph
+
+pytestmark = pytest.mark.slow
 
 
 def sylvie(*args):

@@ -1,6 +1,7 @@
 import pytest
-
 from conftest import BIN, run
+
+pytestmark = pytest.mark.slow
 
 
 @pytest.mark.parametrize("stage", ["", "download", "partition", "train", "evaluate", "report"])

@@ -5,8 +5,8 @@ import subprocess
 import time
 
 import pytest
-
 from conftest import BIN, run
+
 from sylvie.process_tree import alive
 from sylvie.process_tree import training_ranks as rank_pids
 from sylvie.train.metrics import read_jsonl
@@ -27,6 +27,7 @@ def _skip_reason() -> str | None:
     return None
 
 
+@pytest.mark.e2e
 @pytest.mark.skipif(_skip_reason() is not None, reason=str(_skip_reason()))
 def test_two_node_cluster_at_a_low_rate_trains_and_tears_down(cora_partitions, tmp_path):
     before = _net_state()
@@ -43,6 +44,7 @@ def test_two_node_cluster_at_a_low_rate_trains_and_tears_down(cora_partitions, t
     assert _net_state() == before
 
 
+@pytest.mark.e2e
 @pytest.mark.skipif(_skip_reason() is not None, reason=str(_skip_reason()))
 def test_a_failing_node_stops_the_cluster_and_tears_down(tmp_path):
     before = _net_state()
@@ -52,6 +54,7 @@ def test_a_failing_node_stops_the_cluster_and_tears_down(tmp_path):
     assert _net_state() == before
 
 
+@pytest.mark.e2e
 @pytest.mark.skipif(_skip_reason() is not None, reason=str(_skip_reason()))
 def test_terminating_the_runner_stops_the_nodes_and_tears_down(cora_partitions, tmp_path):
     before = _net_state()
@@ -71,6 +74,7 @@ def test_terminating_the_runner_stops_the_nodes_and_tears_down(cora_partitions, 
     assert not any(p.is_file() for p in (tmp_path / "run").glob("model.pt"))
 
 
+@pytest.mark.unit
 def test_without_root_it_says_so_and_exits_non_zero(tmp_path, monkeypatch, capsys):
     args = ["bench", "cluster", "--partition", str(tmp_path), "--out", str(tmp_path / "o"), "--nodes", "2"]
     if os.geteuid() == 0:
@@ -92,6 +96,7 @@ def _pids_in(prefix: str) -> list[str]:
                                                      text=True).stdout.split()]
 
 
+@pytest.mark.e2e
 @pytest.mark.skipif(_skip_reason() is not None, reason=str(_skip_reason()))
 def test_a_cut_link_fails_the_run_within_the_timeout_and_leaves_nothing(cora_partitions, tmp_path):
     before = _net_state()

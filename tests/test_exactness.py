@@ -4,10 +4,12 @@ import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from conftest import REPO, torchrun
 from dgl.nn import GraphConv, SAGEConv
 
-from conftest import REPO, torchrun
 from sylvie.data.graph import load_graph
+
+pytestmark = pytest.mark.slow
 
 
 class Reference(nn.Module):
@@ -50,11 +52,11 @@ def test_partitioned_training_matches_whole_graph_dgl(arch, parts, cora_dir, cor
     torchrun(parts, REPO / "tests" / "workers" / "exactness_worker.py", cora_partitions[parts], arch, out)
     ours = torch.load(out)
     ref_losses, ref_grads = reference_steps(load_graph(cora_dir), arch, ours["init"])
-    torch.testing.assert_close(torch.tensor(ours["losses"], dtype=torch.float64), torch.tensor(ref_losses, dtype=torch.float64),
-                               rtol=1e-4, atol=0)
+    torch.testing.assert_close(torch.tensor(ours["losses"], dtype=torch.float64),
+                               torch.tensor(ref_losses, dtype=torch.float64), rtol=1e-4, atol=0)
     for step, (g_ours, g_ref) in enumerate(zip(ours["grads"], ref_grads)):
         assert g_ours.keys() == g_ref.keys()
         for name in g_ref:
             scale = g_ref[name].abs().max()
             torch.testing.assert_close(g_ours[name].double(), g_ref[name], rtol=1e-4, atol=1e-4 * float(scale),
-                                       msg=lambda m: f"step {step}, {name}: {m}")
+                                       msg=lambda m, step=step, name=name: f"step {step}, {name}: {m}")

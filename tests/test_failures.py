@@ -3,15 +3,15 @@ directory, an edited manifest, a full disk; the failing rank's one line is print
 import json
 import math
 import os
-import signal
 import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
-
 from conftest import BIN, CORA_RAW, run, venv_env
+
 from sylvie.process_tree import alive
 from sylvie.process_tree import training_ranks as rank_pids
 from sylvie.train.metrics import read_jsonl
@@ -48,6 +48,7 @@ def test_divergence_stops_at_once_with_a_hint(cora_partitions, tmp_path):
     assert not (out / "model.pt").exists() and not (out / "metrics.jsonl").exists()
 
 
+@pytest.mark.unit
 def test_metrics_are_strict_json(tmp_path):
     from sylvie.atomic import write_json
     from sylvie.train.metrics import write_jsonl
@@ -155,6 +156,7 @@ def test_an_edited_manifest_is_refused(cora_partitions, tmp_path):
     assert "manifest.json: was changed after `sylvie partition` wrote it" in p.stderr.strip().splitlines()[-1]
 
 
+@pytest.mark.unit
 def test_manifest_counts_are_checked_against_the_shards(cora_partitions, tmp_path):
     from sylvie.errors import SylvieError
     from sylvie.partition.shard_reader import read_shard
@@ -181,6 +183,7 @@ def test_a_full_disk_names_the_path(cora_partitions, tmp_path):
     assert p.returncode != 0 and "model.pt: could not be written: the disk is full" in last
 
 
+@pytest.mark.slow
 def test_a_planetoid_folder_missing_one_file_names_it(tmp_path):
     raw = tmp_path / "raw"
     shutil.copytree(CORA_RAW, raw)
@@ -190,6 +193,7 @@ def test_a_planetoid_folder_missing_one_file_names_it(tmp_path):
     assert p.returncode == 2 and "missing ind.cora.tx" in p.stderr and str(raw) in p.stderr
 
 
+@pytest.mark.slow
 def test_a_yaml_syntax_error_names_the_file_and_line(repo_copy):
     cfg = repo_copy / "config" / "config.yaml"
     lines = cfg.read_text().splitlines()

@@ -4,6 +4,8 @@ import pytest
 from sylvie.errors import SylvieError
 from sylvie.launch import launch_argv, plan_geometry, slurm_resources, srun_argv, thread_env, where_to_launch
 
+pytestmark = pytest.mark.unit
+
 
 def test_geometry_fills_nodes_up_to_ranks_per_node():
     assert plan_geometry(4).nodes == 1  # 0 = one node per run

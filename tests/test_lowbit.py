@@ -7,8 +7,8 @@ import sys
 import numpy as np
 import pytest
 import torch
-
 from conftest import REPO
+
 from sylvie.comm.lowbit import NonFiniteRowsError, decode, encode, message_key
 from sylvie.comm.lowbit_format import Layout, buffer_bytes, row_bytes
 from sylvie.comm.lowbit_scalar import fp16_directed, fp16_value
@@ -42,6 +42,7 @@ def transmitted_steps(enc) -> torch.Tensor:
     return transmitted_grid(enc)[1]
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("bits", [1, 2, 4, 8])
 def test_unbiased_mean_of_2000_decodes_within_3_standard_errors(bits):
     """E[decode(encode(x))] = x, per element: z = (mean of 2,000 decodes - x) / standard error.
@@ -67,6 +68,7 @@ def test_unbiased_mean_of_2000_decodes_within_3_standard_errors(bits):
     assert abs(float(z.mean())) <= 3 / np.sqrt(z.numel()), f"common bias: mean z {float(z.mean()):.3f}"
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("bits", [1, 2, 4, 8])
 def test_error_per_element_within_one_grid_step(bits):
     x = rows_of_many_kinds(n=40, d=53, seed=1)
@@ -83,6 +85,7 @@ def test_error_per_element_within_one_grid_step(bits):
         assert torch.all(step <= ideal * (1 + 2**-10) + lo.abs() * 2**-10 / (2**bits - 1) * (1 + 2**-10))
 
 
+@pytest.mark.unit
 def test_8_bit_round_trip_error_below_half_a_percent_of_the_row_range():
     x = rows_of_many_kinds(n=200, d=256, seed=2)
     x = x[torch.arange(200) != 4]
@@ -91,6 +94,7 @@ def test_8_bit_round_trip_error_below_half_a_percent_of_the_row_range():
     assert torch.all(err < 0.005 * (x.max(1).values - x.min(1).values))
 
 
+@pytest.mark.unit
 def test_1_bit_at_256_features_takes_at_most_a_25th_of_fp32():
     x = torch.randn(1000, 256)
     enc = encode(x, 1, [250, 250, 500])
@@ -99,6 +103,7 @@ def test_1_bit_at_256_features_takes_at_most_a_25th_of_fp32():
     assert enc.buffer.numel() == 2 * 9256 + 18504
 
 
+@pytest.mark.unit
 def test_fp16_rounding_of_the_row_header_matches_numpy_float16():
     """The header's fp16 min (rounded down) and step (rounded up), computed on float32 bit patterns, against
     numpy's float16 (round to nearest, then one step toward the required direction), normals, subnormals and
@@ -107,7 +112,8 @@ def test_fp16_rounding_of_the_row_header_matches_numpy_float16():
     directed = njit(lambda v, up: fp16_directed(v, up))
     rng = np.random.default_rng(0)
     vals = rng.standard_normal(5000) * 10.0 ** rng.uniform(-10, 4.7, 5000)
-    edges = [0.0, -0.0, 65504.0, -65504.0, 2.0 ** -24, 2.0 ** -25, 3 * 2.0 ** -26, 2.0 ** -14, 2.0 ** -14 * (1 - 2 ** -11),
+    edges = [0.0, -0.0, 65504.0, -65504.0, 2.0 ** -24, 2.0 ** -25, 3 * 2.0 ** -26, 2.0 ** -14,
+             2.0 ** -14 * (1 - 2 ** -11),
              1.0, 2047.5, 2048 - 2 ** -10, 65500.0, 1e-40]
     vals = np.concatenate([vals, edges, np.negative(edges)]).astype(np.float32)
     vals = vals[np.abs(vals) <= 65504]
@@ -124,6 +130,7 @@ def test_fp16_rounding_of_the_row_header_matches_numpy_float16():
             assert float(fp16_value(int(bits))) == float(ref)
 
 
+@pytest.mark.unit
 def test_layout_sizes_and_alignment():
     assert row_bytes(13, 1) == 2 and row_bytes(13, 2) == 4 and row_bytes(13, 4) == 7 and row_bytes(13, 8) == 13
     assert buffer_bytes(0, 13, 1) == 0 and buffer_bytes(3, 13, 32) == 3 * 13 * 4
@@ -131,6 +138,7 @@ def test_layout_sizes_and_alignment():
     assert layout.sizes == (32, 0, 48) and layout.offsets == (0, 32, 32) and layout.used == (27, 0, 45)
 
 
+@pytest.mark.unit
 def test_constant_rows_decode_unbiased_and_zero_rows_exactly():
     x = torch.zeros(3, 13)
     x[1] = 0.3  # not representable in fp16: stochastic between its two fp16 neighbours
@@ -146,6 +154,7 @@ def test_constant_rows_decode_unbiased_and_zero_rows_exactly():
     assert abs(float(draws[:, 1].mean()) - target) <= 3 * se + np.spacing(np.float32(0.3)) / 2
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("dim", [1, 7, 9, 13, 602])
 def test_feature_dimensions_that_are_not_multiples_of_8(dim):
     x = torch.randn(5, dim)
@@ -156,6 +165,7 @@ def test_feature_dimensions_that_are_not_multiples_of_8(dim):
         assert torch.all((y - x).abs().max(1).values <= transmitted_steps(enc).float() * (1 + 1e-6))
 
 
+@pytest.mark.unit
 def test_nothing_to_send():
     for bits in (1, 8, 32):
         enc = encode(torch.empty(0, 16), bits, [0, 0, 0])
@@ -163,6 +173,7 @@ def test_nothing_to_send():
         assert decode(enc.buffer, enc.layout).shape == (0, 16)
 
 
+@pytest.mark.unit
 def test_32_bits_is_the_raw_rows():
     x = torch.randn(4, 9)
     enc = encode(x, 32, [1, 3])
@@ -170,6 +181,7 @@ def test_32_bits_is_the_raw_rows():
     assert torch.equal(decode(enc.buffer, enc.layout), x)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
 def test_non_finite_rows_are_an_error_naming_the_layer(bad):
     x = torch.randn(6, 10)
@@ -178,6 +190,7 @@ def test_non_finite_rows_are_an_error_naming_the_layer(bad):
         encode(x, 1, key=0, what="layer 2 forward features")
 
 
+@pytest.mark.unit
 def test_extreme_magnitudes_keep_their_relative_precision():
     x = torch.randn(4, 64) * torch.tensor([[1e-30], [1e-12], [1e12], [1e30]])
     enc = encode(x, 8, key=5)
@@ -185,6 +198,7 @@ def test_extreme_magnitudes_keep_their_relative_precision():
     assert torch.all(rel < 0.005)
 
 
+@pytest.mark.unit
 def test_same_key_same_bytes_other_key_other_bytes():
     x = torch.randn(20, 40)
     a, b, c = encode(x, 1, key=message_key(0, 1, 2)), encode(x, 1, key=message_key(0, 1, 2)), encode(x, 1, key=7)
@@ -192,6 +206,7 @@ def test_same_key_same_bytes_other_key_other_bytes():
     assert message_key(0, 1) != message_key(1, 0)
 
 
+@pytest.mark.unit
 def test_bad_arguments():
     with pytest.raises(ValueError, match="bits must be one of"):
         encode(torch.randn(2, 3), 3)
@@ -201,6 +216,7 @@ def test_bad_arguments():
         encode(torch.randn(2, 3, dtype=torch.float64), 1)
 
 
+@pytest.mark.slow
 def test_cpu_and_cuda_kernels_write_identical_bytes_under_the_simulator():
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
     worker = REPO / "tests" / "workers" / "lowbit_simulator_worker.py"
@@ -209,6 +225,7 @@ def test_cpu_and_cuda_kernels_write_identical_bytes_under_the_simulator():
     assert "identical: 16 of 16" in r.stdout, r.stdout
 
 
+@pytest.mark.slow
 def test_cuda_kernels_compile_for_a_real_gpu():
     """Type-checks and compiles the numba-cuda kernels to PTX (sm_80) without a GPU, which the simulator
     (plain Python) does not: catches code the simulator accepts but the CUDA target cannot compile."""

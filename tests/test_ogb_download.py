@@ -8,9 +8,11 @@ import zipfile
 
 import numpy as np
 import pytest
-
 from conftest import BIN, run
+
 from sylvie.data.graph import load_graph
+
+pytestmark = pytest.mark.slow
 
 
 def _csv_gz(zf, name, rows):
@@ -22,7 +24,7 @@ def build_arxiv_zip(graph, path):
     with zipfile.ZipFile(path, "w") as zf:
         keep = graph.src < graph.dst  # one direction: the loader symmetrises ogbn-arxiv
         _csv_gz(zf, "arxiv/raw/edge.csv.gz", zip(graph.src[keep], graph.dst[keep]))
-        _csv_gz(zf, "arxiv/raw/node-feat.csv.gz", (["%.8g" % v for v in row] for row in graph.features))
+        _csv_gz(zf, "arxiv/raw/node-feat.csv.gz", ([f"{v:.8g}" for v in row] for row in graph.features))
         _csv_gz(zf, "arxiv/raw/node-label.csv.gz", ([v] for v in graph.labels))
         _csv_gz(zf, "arxiv/raw/node_year.csv.gz", ([2020] for _ in graph.labels))
         _csv_gz(zf, "arxiv/raw/num-node-list.csv.gz", [[graph.num_nodes]])
@@ -84,8 +86,9 @@ def test_a_mirror_that_never_answers_times_out(tmp_path):
     server = _serve(Silent)
     try:
         t0 = time.monotonic()
-        p = run([str(BIN / "sylvie"), "download", "ogbn-arxiv", "--mirror", f"http://127.0.0.1:{server.server_address[1]}/",
-                 "--timeout", "3", "--root", str(tmp_path / "raw"), "--out", str(tmp_path / "ds")], check=False, timeout=60)
+        p = run([str(BIN / "sylvie"), "download", "ogbn-arxiv", "--mirror",
+                 f"http://127.0.0.1:{server.server_address[1]}/", "--timeout", "3", "--root", str(tmp_path / "raw"),
+                 "--out", str(tmp_path / "ds")], check=False, timeout=60)
         assert time.monotonic() - t0 < 25
     finally:
         server.shutdown()

@@ -3,7 +3,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from conftest import BIN, CORA_RAW, run
 
 
@@ -15,6 +14,7 @@ def _partition(dataset, out, **kw):
     return sylvie("partition", dataset, "--out", out, "--parts", "2", **kw)
 
 
+@pytest.mark.slow
 def test_partition_refuses_a_directory_it_did_not_write(cora_dir, tmp_path):
     out = tmp_path / "mine"
     out.mkdir()
@@ -25,6 +25,7 @@ def test_partition_refuses_a_directory_it_did_not_write(cora_dir, tmp_path):
     assert (out / "notes.txt").read_text() == "precious"
 
 
+@pytest.mark.slow
 def test_partition_refuses_the_parent_of_its_partitions(cora_dir, tmp_path):
     parts = tmp_path / "partitions"
     assert _partition(cora_dir, parts / "metis-p2").returncode == 0
@@ -34,6 +35,7 @@ def test_partition_refuses_the_parent_of_its_partitions(cora_dir, tmp_path):
     assert (parts / "unrelated.txt").exists() and (parts / "metis-p2" / "manifest.json").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", [".", "home", "input", "parent-of-input"])
 def test_refused_locations(cora_dir, tmp_path, where):
     cwd = tmp_path / "cwd"
@@ -50,6 +52,7 @@ def test_refused_locations(cora_dir, tmp_path, where):
     assert (cora_dir / "meta.json").exists()
 
 
+@pytest.mark.slow
 def test_partition_replaces_its_own_earlier_output(cora_dir, tmp_path):
     out = tmp_path / "p"
     assert _partition(cora_dir, out).returncode == 0
@@ -59,6 +62,7 @@ def test_partition_replaces_its_own_earlier_output(cora_dir, tmp_path):
     assert (out / "manifest.json").stat().st_mtime_ns != first
 
 
+@pytest.mark.slow
 def test_download_refuses_a_directory_it_did_not_write(tmp_path):
     out = tmp_path / "ds"
     out.mkdir()
@@ -68,6 +72,7 @@ def test_download_refuses_a_directory_it_did_not_write(tmp_path):
     assert (out / "thesis.tex").read_text() == "precious"
 
 
+@pytest.mark.slow
 def test_download_refuses_its_own_raw_dir(tmp_path):
     raw = tmp_path / "raw"
     raw.mkdir()
@@ -78,6 +83,7 @@ def test_download_refuses_its_own_raw_dir(tmp_path):
     assert sorted(os.listdir(raw)) == sorted(os.listdir(CORA_RAW))
 
 
+@pytest.mark.unit
 def test_the_root_and_the_home_directory_are_refused_in_process():
     from sylvie.errors import SylvieError
     from sylvie.output_dir import CANONICAL_GRAPH, PARTITION, check_replaceable
@@ -88,6 +94,7 @@ def test_the_root_and_the_home_directory_are_refused_in_process():
                 check_replaceable(target, kind)
 
 
+@pytest.mark.slow
 def test_evaluate_and_train_refuse_to_write_into_their_inputs(cora_dir, cora_partitions, tmp_path):
     p = sylvie("evaluate", "--dataset", cora_dir, "--model", tmp_path / "model.pt", "--out", cora_dir / "meta.json")
     assert p.returncode == 2 and "refusing --out" in p.stderr
@@ -96,6 +103,7 @@ def test_evaluate_and_train_refuse_to_write_into_their_inputs(cora_dir, cora_par
     assert sorted(f.name for f in cora_partitions[1].iterdir()) == ["manifest.json", "part-0.arrow"]
 
 
+@pytest.mark.slow
 def test_train_refuses_a_directory_that_is_not_a_run_directory(cora_partitions, tmp_path):
     out = tmp_path / "project"
     out.mkdir()
@@ -103,4 +111,5 @@ def test_train_refuses_a_directory_that_is_not_a_run_directory(cora_partitions, 
     (out / "paper.tex").write_text("precious")
     p = sylvie("train", "--partition", cora_partitions[1], "--out", out, "--epochs", "1")
     assert p.returncode == 2 and "paper.tex" in p.stderr and "not a run directory" in p.stderr
-    assert (out / "model.pt").read_text() == "someone else's model" and sorted(os.listdir(out)) == ["model.pt", "paper.tex"]
+    assert (out / "model.pt").read_text() == "someone else's model"
+    assert sorted(os.listdir(out)) == ["model.pt", "paper.tex"]

@@ -3,13 +3,14 @@ import json
 
 import numpy as np
 import pytest
-
 from conftest import BIN, run
+
 from sylvie.data.graph import load_graph
 from sylvie.data.synthetic import generate
 from sylvie.partition.shard_reader import read_manifest, read_shard
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["metis", "random"])
 def test_shards_cover_graph(cora_dir, tmp_path, method):
     out = tmp_path / "p3"
@@ -31,6 +32,7 @@ def test_shards_cover_graph(cora_dir, tmp_path, method):
     assert manifest["dataset_fingerprint"] == json.loads((cora_dir / "meta.json").read_text())["fingerprint"]
 
 
+@pytest.mark.slow
 def test_metis_cuts_fewer_edges_than_random(cora_dir, tmp_path):
     cuts = {}
     for method in ("metis", "random"):
@@ -40,6 +42,7 @@ def test_metis_cuts_fewer_edges_than_random(cora_dir, tmp_path):
     assert cuts["metis"] < 0.5 * cuts["random"]
 
 
+@pytest.mark.unit
 def test_synthetic_is_deterministic_and_class_informative():
     a = generate(nodes=3000, avg_degree=8, features=16, classes=4, seed=3)
     b = generate(nodes=3000, avg_degree=8, features=16, classes=4, seed=3)

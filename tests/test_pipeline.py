@@ -4,7 +4,6 @@ import re
 
 import numpy as np
 import pytest
-
 from conftest import BIN, copy_repo, run
 
 
@@ -22,6 +21,7 @@ def finished_pipeline(tmp_path_factory):
     return repo
 
 
+@pytest.mark.e2e
 def test_default_pipeline_writes_report(finished_pipeline):
     report = finished_pipeline / "results" / "report" / "report.html"
     html = report.read_text()
@@ -31,6 +31,7 @@ def test_default_pipeline_writes_report(finished_pipeline):
     assert html.count("data:image/png;base64,") == 4
 
 
+@pytest.mark.e2e
 def test_gcn_on_4_partitions_reaches_published_accuracy(finished_pipeline):
     accs = [json.loads((finished_pipeline / f"results/gcn-p4/seed{s}/eval.json").read_text())["test_acc"]
             for s in (0, 1, 2)]
@@ -42,6 +43,7 @@ def _test_accs(repo, run_name):
     return [json.loads((repo / f"results/{run_name}/seed{s}/eval.json").read_text())["test_acc"] for s in (0, 1, 2)]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("arch", ["gcn", "sage"])
 def test_1bit_exchange_keeps_accuracy_within_one_point(finished_pipeline, arch):
     """Sylvie's claim on Cora: 1-bit synchronous halo exchange (layers >= 1, features and gradients) keeps the
@@ -51,6 +53,7 @@ def test_1bit_exchange_keeps_accuracy_within_one_point(finished_pipeline, arch):
     assert abs(np.mean(onebit) - np.mean(fp32)) <= 0.010
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("run_name", ["gcn-p4-1bit-pipe-k5", "gcn-p4-1bit-adaptive"])
 def test_1bit_pipelined_bounded_staleness_keeps_accuracy_within_one_point(finished_pipeline, run_name):
     """Sylvie's pipelining claim on Cora: 1-bit halo data one epoch stale, a synchronous epoch at least every
@@ -68,6 +71,7 @@ def test_1bit_pipelined_bounded_staleness_keeps_accuracy_within_one_point(finish
     assert sum(r["hidden_comm_time"] for r in records) > 0
 
 
+@pytest.mark.e2e
 def test_1bit_run_puts_fewer_bytes_on_the_wire(finished_pipeline):
     fp32 = json.loads((finished_pipeline / "results/gcn-p4/seed0/metrics.jsonl").read_text().splitlines()[-1])
     onebit = json.loads((finished_pipeline / "results/gcn-p4-1bit/seed0/metrics.jsonl").read_text().splitlines()[-1])
@@ -79,6 +83,7 @@ def test_1bit_run_puts_fewer_bytes_on_the_wire(finished_pipeline):
     assert "vs fp32" in html and "codec s/epoch" in html and "comm hidden s/epoch" in html
 
 
+@pytest.mark.e2e
 def test_metrics_have_one_line_per_epoch(finished_pipeline):
     lines = (finished_pipeline / "results/gcn-p4/seed0/metrics.jsonl").read_text().splitlines()
     assert len(lines) == 200
@@ -88,10 +93,12 @@ def test_metrics_have_one_line_per_epoch(finished_pipeline):
     assert rec["bytes_sent"] > 0 and rec["comm_time"] > 0
 
 
+@pytest.mark.e2e
 def test_nothing_to_do_after_a_run(finished_pipeline):
     assert scheduled_jobs(finished_pipeline) == {}
 
 
+@pytest.mark.e2e
 def test_learning_rate_change_reruns_train_evaluate_report_only(finished_pipeline):
     cfg = finished_pipeline / "config" / "config.yaml"
     original = cfg.read_text()
@@ -104,6 +111,7 @@ def test_learning_rate_change_reruns_train_evaluate_report_only(finished_pipelin
         cfg.write_text(original)
 
 
+@pytest.mark.e2e
 def test_partition_count_change_reruns_from_partition(finished_pipeline):
     cfg = finished_pipeline / "config" / "config.yaml"
     original = cfg.read_text()

@@ -3,11 +3,12 @@ import math
 
 import pytest
 import torch
-
 from conftest import REPO, torchrun
+
 from sylvie.comm.staleness import BoundedStalenessAdaptor
 
 
+@pytest.mark.slow
 def test_pipelined_epochs_compute_with_what_peers_sent_one_epoch_earlier(cora_partitions, tmp_path):
     out, epochs, bound = tmp_path / "rec", 8, 3
     torchrun(2, REPO / "tests" / "workers" / "pipeline_worker.py", cora_partitions[2], out, bound, epochs)
@@ -28,6 +29,7 @@ def test_pipelined_epochs_compute_with_what_peers_sent_one_epoch_earlier(cora_pa
         assert {e for e, _ in recs[me]["grad_used"]} == set(stale)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("bound", [2, 3, 5])
 def test_bound_k_makes_every_kth_epoch_synchronous(bound):
     a = BoundedStalenessAdaptor(pipeline=True, bound=bound)
@@ -38,6 +40,7 @@ def test_bound_k_makes_every_kth_epoch_synchronous(bound):
     assert [e for e, s in enumerate(sync) if s] == list(range(0, 30, bound))
 
 
+@pytest.mark.unit
 def test_adaptive_policy_goes_synchronous_on_drift_within_the_bound():
     a = BoundedStalenessAdaptor(pipeline=True, bound=5, policy="adaptive", drift_tolerance=0.1)
     drifts = [math.nan, 0.5, 0.3, 0.05, 0.02, 0.01, 0.01, 0.01, 0.01, 0.01, 0.2, 0.01, 0.01, 0.01, 0.01, 0.01]
@@ -53,6 +56,7 @@ def test_adaptive_policy_goes_synchronous_on_drift_within_the_bound():
     assert reasons[5] == "stale"
 
 
+@pytest.mark.unit
 def test_not_pipelined_is_always_synchronous_and_bound_one_too():
     for a in (BoundedStalenessAdaptor(pipeline=False, bound=0), BoundedStalenessAdaptor(pipeline=True, bound=1)):
         for e in range(6):
@@ -60,6 +64,7 @@ def test_not_pipelined_is_always_synchronous_and_bound_one_too():
             a.observe(e, 0.0)
 
 
+@pytest.mark.unit
 def test_resume_starts_synchronous():
     a = BoundedStalenessAdaptor(pipeline=True, bound=4, start=7)
     assert a.mode(7).synchronous and a.mode(7).reason == "resumed" and not a.mode(8).synchronous

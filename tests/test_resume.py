@@ -4,10 +4,15 @@ import signal
 import subprocess
 import time
 
+import pytest
 from conftest import BIN, torchrun
+
 from sylvie.train.metrics import read_jsonl
 
 ARGS = ["--epochs", "30", "--checkpoint-every", "5", "--log-every", "1", "--seed", "0", "--no-progress"]
+
+
+pytestmark = pytest.mark.slow
 
 
 def _train_cmd(part_dir, out):

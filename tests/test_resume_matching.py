@@ -1,8 +1,12 @@
 """A checkpoint is resumed only by the same run: same settings, same partition, an epoch before the end."""
 import shutil
 
+import pytest
 from conftest import BIN, run, torchrun
+
 from sylvie.train.metrics import read_jsonl
+
+pytestmark = pytest.mark.slow
 
 
 def _train(part_dir, out, *args):
@@ -29,7 +33,8 @@ def test_another_partition_method_starts_afresh(cora_dir, cora_partitions, tmp_p
     assert "resuming" not in again.stderr and "starting afresh" in again.stderr and "partition" in again.stderr
     fresh = tmp_path / "fresh"
     _train(random2, fresh, "--epochs", "12")
-    assert [r["loss"] for r in read_jsonl(out / "metrics.jsonl")] == [r["loss"] for r in read_jsonl(fresh / "metrics.jsonl")]
+    resumed, straight = read_jsonl(out / "metrics.jsonl"), read_jsonl(fresh / "metrics.jsonl")
+    assert [r["loss"] for r in resumed] == [r["loss"] for r in straight]
 
 
 def test_a_copied_partition_with_the_same_shards_resumes(cora_partitions, tmp_path):

@@ -10,10 +10,12 @@ import os
 import re
 
 import pytest
-
 from local_slurm import submitted
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the local Slurm needs root (munged, slurmctld, slurmd)")
+
+
+pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")

@@ -39,7 +39,8 @@ def _stop(procs: list[subprocess.Popen]) -> None:
 
 
 def train_on_cluster(partition_dir: str | Path, out_dir: str | Path, nodes: int, rate: str = "1gbit",
-                     train_args: list[str] = (), timeout_s: float = 3600, log_dir: str | Path | None = None) -> list[dict]:
+                     train_args: list[str] = (), timeout_s: float = 3600,
+                     log_dir: str | Path | None = None) -> list[dict]:
     """Train on ``partition_dir`` (``nodes`` parts) with ``nodes`` emulated machines joined by ``rate`` links;
     returns the metrics records (rank 0's ``metrics.jsonl`` under ``out_dir``)."""
     out_dir = Path(out_dir)

@@ -70,7 +70,7 @@ class NetnsCluster:
                                                           "burst", str(burst), "latency", "100ms"]
         _sh(cmd)
 
-    def __enter__(self) -> "NetnsCluster":
+    def __enter__(self) -> NetnsCluster:
         if os.geteuid() != 0:
             raise SylvieError("the emulated cluster creates network namespaces, a bridge and tc limits: run as root "
                               "(e.g. sudo), or run the benchmark on a real cluster")

@@ -10,7 +10,6 @@ import math
 
 import torch
 
-
 SAMPLE_ROWS = 1024
 
 

@@ -23,7 +23,7 @@ class HaloPlan:
     num_halo: int
 
     @classmethod
-    def build(cls, shard: Shard, device: torch.device | str = "cpu") -> "HaloPlan":
+    def build(cls, shard: Shard, device: torch.device | str = "cpu") -> HaloPlan:
         recv_counts = shard.halo_counts()
         world = dist.get_world_size() if dist.is_initialized() else 1
         if world != shard.num_parts:

@@ -50,7 +50,7 @@ class Wire:
         self.stats.add(seconds=time.perf_counter() - t0)
         return self._decode(recv, layout)
 
-    def start(self, rows: torch.Tensor, send_counts: list[int], recv_counts: list[int], direction: int) -> "InFlight":
+    def start(self, rows: torch.Tensor, send_counts: list[int], recv_counts: list[int], direction: int) -> InFlight:
         """Like ``send``, in the background: returns at once."""
         enc, recv, layout = self._encode(rows, send_counts, recv_counts, direction)
         launched = time.perf_counter()

@@ -13,16 +13,32 @@ loops unroll.
 from __future__ import annotations
 
 import hashlib
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import numpy as np
 from numba import njit, prange
 
 from sylvie.comm import lowbit_scalar
-from sylvie.comm.lowbit_scalar import (EXPONENT_FIELD_NONFINITE, F32, GOLDEN, I32, I64, counter, dequantize,
-                                       order_key, quantize, range_exponent_field, read_row_grid, reciprocal,
-                                       row_key, row_params, row_place, uniform_at, write_row_header)
+from sylvie.comm.lowbit_scalar import (
+    EXPONENT_FIELD_NONFINITE,
+    F32,
+    GOLDEN,
+    I32,
+    I64,
+    counter,
+    dequantize,
+    order_key,
+    quantize,
+    range_exponent_field,
+    read_row_grid,
+    reciprocal,
+    row_key,
+    row_params,
+    row_place,
+    uniform_at,
+    write_row_header,
+)
 
 CHUNK_ROWS = 32
 PARALLEL_MIN_ELEMENTS = 1 << 16
@@ -114,7 +130,7 @@ def _compile(bits: int, parallel: bool, digest: str):
     return encode_rows, decode_rows
 
 
-@lru_cache(maxsize=None)
+@cache
 def kernels(bits: int, parallel: bool = True):
     """(encode_rows, decode_rows) for ``bits`` in {1, 2, 4, 8}; compiled on first use, cached on disk.
     Serial variants serve small messages, where waking numba's thread pool costs more than it saves."""
@@ -125,7 +141,8 @@ def kernels(bits: int, parallel: bool = True):
 def encode_rows(x, bits, dest_offset, dest_start, dest_rows, key, uniforms, out, bad):
     """Quantize float32 ``x`` (n, d) into ``out`` (uint8, zeroed); ``bad[i] = 1`` for rows holding NaN or
     inf (their bytes are left untouched). ``uniforms`` (n, d) replaces the counter-based RNG unless empty."""
-    kernels(bits, x.size >= PARALLEL_MIN_ELEMENTS)[0](x, x.view(np.int32), dest_offset, dest_start, dest_rows, key, uniforms, out, bad)
+    encode_kernel = kernels(bits, x.size >= PARALLEL_MIN_ELEMENTS)[0]
+    encode_kernel(x, x.view(np.int32), dest_offset, dest_start, dest_rows, key, uniforms, out, bad)
 
 
 def decode_rows(buf, bits, dest_offset, dest_start, dest_rows, out):

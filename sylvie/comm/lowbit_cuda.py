@@ -15,9 +15,22 @@ from functools import lru_cache
 import numpy as np
 from numba import cuda, float32, int32
 
-from sylvie.comm.lowbit_scalar import (EXPONENT_FIELD_NONFINITE, F32, I32, dequantize, order_key, quantize,
-                                       range_exponent_field, read_row_grid, reciprocal, row_key, row_params,
-                                       row_place, uniform, write_row_header)
+from sylvie.comm.lowbit_scalar import (
+    EXPONENT_FIELD_NONFINITE,
+    F32,
+    I32,
+    dequantize,
+    order_key,
+    quantize,
+    range_exponent_field,
+    read_row_grid,
+    reciprocal,
+    row_key,
+    row_params,
+    row_place,
+    uniform,
+    write_row_header,
+)
 
 THREADS_PER_ROW = 32
 ROWS_PER_BLOCK = 8

@@ -67,7 +67,7 @@ class Layout:
                            if sizes else ())
 
     @classmethod
-    def of(cls, counts, dim: int, bits: int) -> "Layout":
+    def of(cls, counts, dim: int, bits: int) -> Layout:
         return cls(tuple(int(c) for c in counts), int(dim), int(bits))
 
     @property

@@ -12,8 +12,6 @@ device draws the same number for the same element.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from numba.extending import register_jitable
 

@@ -6,7 +6,7 @@ its current hidden state. With one partition (or the whole graph), ``halo`` retu
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 import torch.nn as nn

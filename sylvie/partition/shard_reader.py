@@ -10,8 +10,14 @@ import pyarrow.ipc as ipc
 
 from sylvie.atomic import read_json
 from sylvie.errors import SylvieError
-from sylvie.partition.shard_format import (FORMAT_VERSION, INT_COLUMNS, MASK_COLUMNS, Shard, manifest_checksum,
-                                           shard_schema)
+from sylvie.partition.shard_format import (
+    FORMAT_VERSION,
+    INT_COLUMNS,
+    MASK_COLUMNS,
+    Shard,
+    manifest_checksum,
+    shard_schema,
+)
 
 _MANIFEST_KEYS = ("num_parts", "num_features", "num_classes", "num_train", "dataset_fingerprint", "parts")
 

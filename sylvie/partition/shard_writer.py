@@ -11,8 +11,8 @@ import pyarrow.ipc as ipc
 from tqdm import tqdm
 
 from sylvie.atomic import atomic_path
-from sylvie.output_dir import PARTITION
 from sylvie.data.graph import Graph, degrees
+from sylvie.output_dir import PARTITION
 from sylvie.partition.shard_format import FORMAT_VERSION, INT_COLUMNS, MASK_COLUMNS, manifest_checksum, shard_schema
 
 

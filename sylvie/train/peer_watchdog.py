@@ -34,7 +34,7 @@ class PeerWatchdog:
         self._thread: threading.Thread | None = None
         self._store = None
 
-    def start(self) -> "PeerWatchdog":
+    def start(self) -> PeerWatchdog:
         if self.world < 2 or "MASTER_ADDR" not in os.environ:
             return self
         addr, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])

@@ -93,7 +93,8 @@ def _train_locked(partition_dir, out_dir: Path, manifest: dict, model_cfg: dict,
             return None
         if best is None:
             raise SylvieError(f"train.epochs={epochs}: nothing to train; set epochs >= 1")
-        summary = {"best_epoch": best["epoch"], "best_val_acc": best["val_acc"], "test_acc_at_best_val": best["test_acc"],
+        summary = {"best_epoch": best["epoch"], "best_val_acc": best["val_acc"],
+                   "test_acc_at_best_val": best["test_acc"],
                    "setup_bytes": trainer.setup_bytes, "num_parts": ctx.world}
         with atomic_path(out_dir / "model.pt") as tmp:
             torch.save({"model": best["model"], "model_cfg": model_cfg, "train_cfg": train_cfg,
