@@ -25,12 +25,13 @@ class Reference(nn.Module):
 
 
 def reference_steps(graph, arch, init, steps=3):
-    g = dgl.graph((torch.from_numpy(graph.src), torch.from_numpy(graph.dst)), num_nodes=graph.num_nodes)
+    # copies: the canonical graph's arrays are read-only (memory-mapped Arrow)
+    g = dgl.graph((torch.tensor(graph.src), torch.tensor(graph.dst)), num_nodes=graph.num_nodes)
     if arch == "gcn":
         g = dgl.add_self_loop(g)
-    x = torch.from_numpy(graph.features).double()
-    y = torch.from_numpy(graph.labels)
-    train = torch.from_numpy(graph.train_mask)
+    x = torch.tensor(graph.features).double()
+    y = torch.tensor(graph.labels)
+    train = torch.tensor(graph.train_mask)
     model = Reference(arch, x.shape[1], 16, graph.num_classes).double()
     model.load_state_dict({k: v.double() for k, v in init.items()})
     opt = torch.optim.Adam(model.parameters(), lr=0.01, weight_decay=5e-4)

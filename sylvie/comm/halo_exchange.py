@@ -14,6 +14,7 @@ from __future__ import annotations
 import torch
 
 from sylvie.comm.boundary_drift import BoundaryDrift
+from sylvie.comm.collective import AllToAll, torch_all_to_all
 from sylvie.comm.halo_plan import HaloPlan
 from sylvie.comm.halo_wire import BACKWARD, FORWARD, Wire
 from sylvie.comm.lowbit_format import FULL_PRECISION
@@ -59,11 +60,13 @@ class HaloExchange:
     available to the next round (a stale one), sent in the background when this round is itself stale.
     ``pipelined=True`` is needed for stale rounds: it gives the background exchanges their own process
     group (made here, so every rank must construct the exchange), so they never queue behind the
-    gradient all-reduce, and records the boundary drift.
+    gradient all-reduce, and records the boundary drift. ``all_to_all`` replaces torch.distributed (e.g. a
+    simulator of several ranks in one process).
     """
 
     def __init__(self, plan: HaloPlan, stats: CommStats | None = None, bits: int = FULL_PRECISION,
-                 seed: int = 0, rank: int = 0, pipelined: bool = False, smoothing: float = 0.0):
+                 seed: int = 0, rank: int = 0, pipelined: bool = False, smoothing: float = 0.0,
+                 all_to_all: AllToAll | None = None):
         self.plan = plan
         self.stats = stats or CommStats()
         self.bits, self.seed, self.rank, self.round = bits, seed, rank, 0
@@ -71,10 +74,13 @@ class HaloExchange:
         self.pipelined = pipelined and len(plan.send_counts) > 1
         self.drift = BoundaryDrift()
         self.stale = StaleHalo(smoothing)
-        self.group = None
-        if self.pipelined:
-            import torch.distributed as dist
-            self.group = dist.new_group(backend=dist.get_backend())
+        if all_to_all is None:
+            group = None
+            if self.pipelined:
+                import torch.distributed as dist
+                group = dist.new_group(backend=dist.get_backend())
+            all_to_all = torch_all_to_all(group)
+        self.all_to_all = all_to_all
 
     def begin_round(self, round_: int, fresh: bool = True, keep: bool = False) -> None:
         if not fresh and not self.pipelined:
@@ -87,7 +93,7 @@ class HaloExchange:
         if len(self.plan.send_counts) == 1:  # one rank: no halo. Otherwise every rank joins the collective.
             return inner.new_empty((0,) + tuple(inner.shape[1:]))
         bits = FULL_PRECISION if layer == 0 else self.bits
-        wire = Wire(bits, (self.seed, self.rank, self.round), layer, self.stats, self.group)
+        wire = Wire(bits, (self.seed, self.rank, self.round), layer, self.stats, self.all_to_all)
         if layer == 0 or not torch.is_grad_enabled():  # input features, or evaluation: always fresh
             return _HaloRows.apply(inner, self.plan, wire, None, None)
         drift = self.drift if self.pipelined else None

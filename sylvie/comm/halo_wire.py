@@ -10,8 +10,8 @@ from __future__ import annotations
 import time
 
 import torch
-import torch.distributed as dist
 
+from sylvie.comm.collective import AllToAll, torch_all_to_all
 from sylvie.comm.lowbit import decode, encode, message_key
 from sylvie.comm.lowbit_format import Layout
 from sylvie.comm.stats import CommStats
@@ -20,10 +20,12 @@ FORWARD, BACKWARD = 0, 1
 
 
 class Wire:
-    """How one exchange is encoded and sent: bit width, random stream of its messages, process group."""
+    """How one exchange is encoded and sent: bit width, random stream of its messages, the all-to-all."""
 
-    def __init__(self, bits: int, key_parts: tuple[int, ...], layer: int, stats: CommStats, group=None):
-        self.bits, self.key_parts, self.layer, self.stats, self.group = bits, key_parts, layer, stats, group
+    def __init__(self, bits: int, key_parts: tuple[int, ...], layer: int, stats: CommStats,
+                 all_to_all: AllToAll | None = None):
+        self.bits, self.key_parts, self.layer, self.stats = bits, key_parts, layer, stats
+        self.all_to_all = all_to_all or torch_all_to_all()
 
     def _encode(self, rows: torch.Tensor, send_counts: list[int], recv_counts: list[int], direction: int):
         what = f"layer {self.layer} {'forward features' if direction == FORWARD else 'backward feature gradients'}"
@@ -46,7 +48,7 @@ class Wire:
         """Send ``send_counts[j]`` rows to peer j, receive ``recv_counts[j]`` from j; returns the received rows."""
         enc, recv, layout = self._encode(rows, send_counts, recv_counts, direction)
         t0 = time.perf_counter()
-        dist.all_to_all_single(recv, enc.buffer, list(layout.sizes), list(enc.layout.sizes), group=self.group)
+        self.all_to_all(recv, enc.buffer, list(layout.sizes), list(enc.layout.sizes), False)
         self.stats.add(seconds=time.perf_counter() - t0)
         return self._decode(recv, layout)
 
@@ -54,8 +56,7 @@ class Wire:
         """Like ``send``, in the background: returns at once."""
         enc, recv, layout = self._encode(rows, send_counts, recv_counts, direction)
         launched = time.perf_counter()
-        work = dist.all_to_all_single(recv, enc.buffer, list(layout.sizes), list(enc.layout.sizes), group=self.group,
-                                      async_op=True)
+        work = self.all_to_all(recv, enc.buffer, list(layout.sizes), list(enc.layout.sizes), True)
         return InFlight(self, work, enc.buffer, recv, layout, launched)
 
 
@@ -66,7 +67,8 @@ class InFlight:
         self.wire, self.work, self.recv, self.layout, self.launched = wire, work, recv, layout, launched
         self._send_buffer = send_buffer  # must outlive the collective
         self.completed: list[float] = []
-        work.get_future().then(lambda _: self.completed.append(time.perf_counter()))
+        if hasattr(work, "get_future"):  # completion time of a torch.distributed collective
+            work.get_future().then(lambda _: self.completed.append(time.perf_counter()))
 
     def wait(self) -> torch.Tensor:
         """Block until the rows are here. The wait counts as exposed and the rest of the collective as
