@@ -17,7 +17,7 @@ import time
 import torch
 
 from sylvie.comm.lowbit import decode, encode
-from sylvie.comm.lowbit_format import Layout
+from sylvie.comm.lowbit.format import Layout
 
 
 def _timer(device: str):

@@ -105,6 +105,16 @@ def write_json(path: str | os.PathLike, obj) -> None:
         tmp.write_text(to_json(obj, indent=2) + "\n")
 
 
+def write_jsonl(path: str | os.PathLike, records: list[dict]) -> None:
+    """One strict-JSON object per line, atomically."""
+    with atomic_path(path) as tmp:
+        tmp.write_text("".join(to_json(r) + "\n" for r in records))
+
+
+def read_jsonl(path: str | os.PathLike) -> list[dict]:
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+
+
 def read_json(path: str | os.PathLike, what: str):
     """Read a JSON file, turning a missing or malformed file into a clear error."""
     p = Path(path)

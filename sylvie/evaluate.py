@@ -10,8 +10,8 @@ from sylvie.atomic import write_json
 from sylvie.data.graph import load_graph
 from sylvie.errors import SylvieError
 from sylvie.models import build_model
+from sylvie.models.blocks import whole_graph_block
 from sylvie.output_dir import check_location
-from sylvie.train.local_graph import whole_graph_block
 
 
 def load_trained(model_path: str | Path) -> dict:
@@ -43,7 +43,7 @@ def evaluate(dataset_dir: str | Path, model_path: str | Path, out_path: str | Pa
     model = build_model(ckpt["model_cfg"], ckpt["in_feats"], ckpt["num_classes"])
     model.load_state_dict(ckpt["model"])
     model.eval()
-    block = whole_graph_block(graph, ckpt["model_cfg"]["self_loop"])
+    block = whole_graph_block(graph.src, graph.dst, graph.num_nodes, ckpt["model_cfg"]["self_loop"])
     with torch.no_grad():
         pred = model(block, torch.tensor(graph.features)).argmax(1).numpy()
     result = {

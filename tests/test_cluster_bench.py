@@ -7,9 +7,9 @@ import time
 import pytest
 from conftest import BIN, run
 
+from sylvie.atomic import read_jsonl
 from sylvie.process_tree import alive
 from sylvie.process_tree import training_ranks as rank_pids
-from sylvie.train.metrics import read_jsonl
 
 
 def _net_state() -> tuple[set, set]:

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from conftest import BIN, CORA_RAW, run, venv_env
 
+from sylvie.atomic import read_jsonl
 from sylvie.process_tree import alive
 from sylvie.process_tree import training_ranks as rank_pids
-from sylvie.train.metrics import read_jsonl
 
 
 def launch(part_dir, out, *train_args, ranks=2, check=False, **kw):
@@ -50,8 +50,7 @@ def test_divergence_stops_at_once_with_a_hint(cora_partitions, tmp_path):
 
 @pytest.mark.unit
 def test_metrics_are_strict_json(tmp_path):
-    from sylvie.atomic import write_json
-    from sylvie.train.metrics import write_jsonl
+    from sylvie.atomic import write_json, write_jsonl
 
     write_jsonl(tmp_path / "m.jsonl", [{"loss": float("nan"), "val_acc": float("inf"), "x": [1.0, -math.inf]}])
     write_json(tmp_path / "e.json", {"test_acc": float("nan")})

@@ -10,8 +10,8 @@ import torch
 from conftest import REPO
 
 from sylvie.comm.lowbit import NonFiniteRowsError, decode, encode, message_key
-from sylvie.comm.lowbit_format import Layout, buffer_bytes, row_bytes
-from sylvie.comm.lowbit_scalar import fp16_directed, fp16_value
+from sylvie.comm.lowbit.format import Layout, buffer_bytes, row_bytes
+from sylvie.comm.lowbit.scalar import fp16_directed, fp16_value
 
 
 def rows_of_many_kinds(n=12, d=37, seed=0):

@@ -7,7 +7,7 @@ import time
 import pytest
 from conftest import BIN, torchrun
 
-from sylvie.train.metrics import read_jsonl
+from sylvie.atomic import read_jsonl
 
 ARGS = ["--epochs", "30", "--checkpoint-every", "5", "--log-every", "1", "--seed", "0", "--no-progress"]
 

@@ -4,7 +4,7 @@ import shutil
 import pytest
 from conftest import BIN, run, torchrun
 
-from sylvie.train.metrics import read_jsonl
+from sylvie.atomic import read_jsonl
 
 pytestmark = pytest.mark.slow
 

@@ -15,12 +15,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from sylvie.atomic import read_jsonl
 from sylvie.bench.netns_cluster import NODE_IFACE, NetnsCluster
 from sylvie.errors import SylvieError
 from sylvie.failures import ENV as FAILURE_ENV
 from sylvie.failures import describe, first_failure
 from sylvie.launch import multinode_argv
-from sylvie.train.metrics import read_jsonl
 
 RDZV_PORT = 29611
 

@@ -1,13 +1,8 @@
-"""Halo exchange with autograd: features forward, feature gradients backward, optionally quantized and
-optionally pipelined.
+"""The halo exchange handed to a model: ``(inner_rows, layer) -> halo_rows``, differentiable, fresh or stale.
 
-Synchronous (fresh): gather the rows peers need, send them (``halo_wire``), and the received block *is*
-the halo rows (they are ordered by owner). Backward, the halo rows' gradients travel back to their owners
-the same way and are added into the owners' inner-row gradients.
-
-Stale (pipelined): the halo rows are those received during the previous epoch, and the gradients added
-into the inner rows are those peers sent back during the previous epoch's backward; this epoch's rows and
-gradients go out in the background, for the next epoch (``stale_halo``).
+How rows are obtained and how gradients return is ``halo_rows.HaloRows``; this object decides per call which
+way (layer 0 and evaluation: always fresh and fp32; training: by the round's mode), with which bit width, and
+on which all-to-all.
 """
 from __future__ import annotations
 
@@ -16,36 +11,11 @@ import torch
 from sylvie.comm.boundary_drift import BoundaryDrift
 from sylvie.comm.collective import AllToAll, torch_all_to_all
 from sylvie.comm.halo_plan import HaloPlan
-from sylvie.comm.halo_wire import BACKWARD, FORWARD, Wire
-from sylvie.comm.lowbit_format import FULL_PRECISION
-from sylvie.comm.stale_halo import StaleHalo, StaleHaloRows
+from sylvie.comm.halo_rows import HaloRows
+from sylvie.comm.halo_wire import Wire
+from sylvie.comm.lowbit.format import FULL_PRECISION
+from sylvie.comm.stale_halo import StaleHalo
 from sylvie.comm.stats import CommStats
-
-
-class _HaloRows(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, inner: torch.Tensor, plan: HaloPlan, wire: Wire, keep: StaleHalo | None,
-                drift: BoundaryDrift | None):
-        ctx.plan, ctx.wire, ctx.keep, ctx.drift = plan, wire, keep, drift
-        rows = inner[plan.send_index]
-        if drift is not None:
-            drift.observe(wire.layer, FORWARD, rows)
-        halo = wire.send(rows, plan.send_counts, plan.recv_counts, FORWARD)
-        if keep is not None:  # the next epoch computes with these
-            keep.put(wire.layer, FORWARD, halo)
-        return halo
-
-    @staticmethod
-    def backward(ctx, grad_halo: torch.Tensor):
-        plan = ctx.plan
-        if ctx.drift is not None:
-            ctx.drift.observe(ctx.wire.layer, BACKWARD, grad_halo)
-        grad_sent = ctx.wire.send(grad_halo, plan.recv_counts, plan.send_counts, BACKWARD)
-        if ctx.keep is not None:
-            ctx.keep.put(ctx.wire.layer, BACKWARD, grad_sent)
-        grad_inner = grad_halo.new_zeros((plan.num_inner,) + tuple(grad_halo.shape[1:]))
-        grad_inner.index_add_(0, plan.send_index, grad_sent)
-        return grad_inner, None, None, None, None
 
 
 class HaloExchange:
@@ -70,10 +40,10 @@ class HaloExchange:
         self.plan = plan
         self.stats = stats or CommStats()
         self.bits, self.seed, self.rank, self.round = bits, seed, rank, 0
-        self.fresh, self.keep = True, False
+        self.fresh, self.keep_for_next = True, False
         self.pipelined = pipelined and len(plan.send_counts) > 1
         self.drift = BoundaryDrift()
-        self.stale = StaleHalo(smoothing)
+        self.stale_rows = StaleHalo(smoothing)
         if all_to_all is None:
             group = None
             if self.pipelined:
@@ -85,9 +55,9 @@ class HaloExchange:
     def begin_round(self, round_: int, fresh: bool = True, keep: bool = False) -> None:
         if not fresh and not self.pipelined:
             raise ValueError("a stale round needs HaloExchange(pipelined=True)")
-        self.round, self.fresh, self.keep = round_, fresh, keep and self.pipelined
+        self.round, self.fresh, self.keep_for_next = round_, fresh, keep and self.pipelined
         if fresh:
-            self.stale.clear_pending()
+            self.stale_rows.clear_pending()
 
     def __call__(self, inner: torch.Tensor, layer: int = 0) -> torch.Tensor:
         if len(self.plan.send_counts) == 1:  # one rank: no halo. Otherwise every rank joins the collective.
@@ -95,8 +65,6 @@ class HaloExchange:
         bits = FULL_PRECISION if layer == 0 else self.bits
         wire = Wire(bits, (self.seed, self.rank, self.round), layer, self.stats, self.all_to_all)
         if layer == 0 or not torch.is_grad_enabled():  # input features, or evaluation: always fresh
-            return _HaloRows.apply(inner, self.plan, wire, None, None)
+            return HaloRows.apply(inner, self.plan, wire, None, True, False, None)
         drift = self.drift if self.pipelined else None
-        if self.fresh:
-            return _HaloRows.apply(inner, self.plan, wire, self.stale if self.keep else None, drift)
-        return StaleHaloRows.apply(inner, self.plan, wire, self.stale, self.keep, drift)
+        return HaloRows.apply(inner, self.plan, wire, self.stale_rows, self.fresh, self.keep_for_next, drift)

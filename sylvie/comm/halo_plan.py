@@ -1,17 +1,18 @@
 """The halo plan: which inner rows each peer needs from this rank, and where received rows go.
 
-Built once from the shards. The halo table of a shard is sorted by owner, so the rows received from
-peer j are the contiguous block of halo rows j owns; each rank tells every owner which of its inner
-rows it needs (one all-to-all of counts, one of row indices), which gives the owner its send list.
+Built once, from arrays (a shard's halo table): the halo rows are sorted by owner, so the rows received from
+peer j are the contiguous block of halo rows j owns; each rank tells every owner which of its inner rows it
+needs (one all-to-all of counts, one of row indices), which gives the owner its send list. The plan gathers
+the rows to send (forward) and adds the gradients peers send back into the inner rows (backward).
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 import torch.distributed as dist
-
-from sylvie.partition.shard_format import Shard
 
 
 @dataclass
@@ -23,18 +24,30 @@ class HaloPlan:
     num_halo: int
 
     @classmethod
-    def build(cls, shard: Shard, device: torch.device | str = "cpu") -> HaloPlan:
-        recv_counts = shard.halo_counts()
+    def build(cls, halo_owner_index: np.ndarray, recv_counts: Sequence[int], num_inner: int,
+              device: torch.device | str = "cpu") -> HaloPlan:
+        """``halo_owner_index[h]``: halo row h's index among its owner's inner rows (halo rows sorted by owner);
+        ``recv_counts[j]``: how many halo rows rank j owns. Every rank calls it (two all-to-alls)."""
         world = dist.get_world_size() if dist.is_initialized() else 1
-        if world != shard.num_parts:
-            raise RuntimeError(f"world size {world} differs from the partition's {shard.num_parts} parts")
+        if world != len(recv_counts):
+            raise RuntimeError(f"world size {world} differs from the {len(recv_counts)} ranks the halo table names")
         if world == 1:
-            return cls(torch.zeros(0, dtype=torch.long, device=device), [0], [0], shard.num_inner, 0)
-        needed = torch.tensor(shard.halo_owner_index, dtype=torch.long, device=device)
-        recv = torch.from_numpy(recv_counts).to(device)
+            return cls(torch.zeros(0, dtype=torch.long, device=device), [0], [0], num_inner, 0)
+        needed = torch.tensor(halo_owner_index, dtype=torch.long, device=device)
+        recv = torch.tensor(list(recv_counts), dtype=torch.long, device=device)
         send = torch.empty_like(recv)
         dist.all_to_all_single(send, recv)
         send_counts = send.tolist()
         send_index = torch.empty(sum(send_counts), dtype=torch.long, device=device)
-        dist.all_to_all_single(send_index, needed, send_counts, recv_counts.tolist())
-        return cls(send_index, send_counts, recv_counts.tolist(), shard.num_inner, shard.num_halo)
+        dist.all_to_all_single(send_index, needed, send_counts, [int(c) for c in recv_counts])
+        return cls(send_index, send_counts, [int(c) for c in recv_counts], num_inner, len(halo_owner_index))
+
+    def gather(self, inner: torch.Tensor) -> torch.Tensor:
+        """The inner rows peers need, peer after peer."""
+        return inner[self.send_index]
+
+    def scatter_add(self, grad_sent: torch.Tensor) -> torch.Tensor:
+        """Inner-row gradients from the gradients peers sent back for the rows they received."""
+        grad_inner = grad_sent.new_zeros((self.num_inner,) + tuple(grad_sent.shape[1:]))
+        grad_inner.index_add_(0, self.send_index, grad_sent)
+        return grad_inner

@@ -13,7 +13,7 @@ import torch
 
 from sylvie.comm.collective import AllToAll, torch_all_to_all
 from sylvie.comm.lowbit import decode, encode, message_key
-from sylvie.comm.lowbit_format import Layout
+from sylvie.comm.lowbit.format import Layout
 from sylvie.comm.stats import CommStats
 
 FORWARD, BACKWARD = 0, 1

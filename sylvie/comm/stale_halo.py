@@ -1,18 +1,14 @@
-"""Stale (pipelined) halo rows: compute with what arrived during the previous epoch while this epoch's
-rows go out in the background.
+"""What a stale (pipelined) round computes with: the halo rows and gradients of the previous round.
 
-Forward, layer l of epoch t returns the halo rows peers sent at epoch t-1 (waiting only if they are still
-on the wire) and starts sending this epoch's rows. Backward, the gradients added into the inner rows are
-those peers sent back at epoch t-1, and this epoch's halo gradients start on their way. Optional
-exponential smoothing (PipeGCN): the rows used are ``s * rows used last epoch + (1 - s) * rows received``.
+Per (layer, direction), rows received by a synchronous round or an exchange still in flight in the
+background; ``take`` waits only if they are still on the wire. Optional exponential smoothing (PipeGCN): the
+rows used are ``s * rows used last round + (1 - s) * rows received``.
 """
 from __future__ import annotations
 
 import torch
 
-from sylvie.comm.boundary_drift import BoundaryDrift
-from sylvie.comm.halo_plan import HaloPlan
-from sylvie.comm.halo_wire import BACKWARD, FORWARD, InFlight, Wire
+from sylvie.comm.halo_wire import InFlight
 
 
 class StaleHalo:
@@ -51,29 +47,3 @@ class StaleHalo:
             if isinstance(item, InFlight):
                 item.wait()
         self.incoming.clear()
-
-
-class StaleHaloRows(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, inner: torch.Tensor, plan: HaloPlan, wire: Wire, stale: StaleHalo, keep: bool,
-                drift: BoundaryDrift | None):
-        ctx.plan, ctx.wire, ctx.stale, ctx.keep, ctx.drift = plan, wire, stale, keep, drift
-        rows = inner[plan.send_index]
-        if drift is not None:
-            drift.observe(wire.layer, FORWARD, rows)
-        halo = stale.take(wire.layer, FORWARD)
-        if keep:
-            stale.put(wire.layer, FORWARD, wire.start(rows, plan.send_counts, plan.recv_counts, FORWARD))
-        return halo
-
-    @staticmethod
-    def backward(ctx, grad_halo: torch.Tensor):
-        plan, wire, stale = ctx.plan, ctx.wire, ctx.stale
-        if ctx.drift is not None:
-            ctx.drift.observe(wire.layer, BACKWARD, grad_halo)
-        grad_sent = stale.take(wire.layer, BACKWARD)
-        if ctx.keep:
-            stale.put(wire.layer, BACKWARD, wire.start(grad_halo, plan.recv_counts, plan.send_counts, BACKWARD))
-        grad_inner = grad_halo.new_zeros((plan.num_inner,) + tuple(grad_halo.shape[1:]))
-        grad_inner.index_add_(0, plan.send_index, grad_sent)
-        return grad_inner, None, None, None, None, None

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sylvie.atomic import read_json
-from sylvie.train.metrics import read_jsonl
+from sylvie.atomic import read_json, read_jsonl
 
 
 @dataclass

@@ -1,19 +1,5 @@
-"""Per-epoch metrics: kept in memory, checkpointed with the model, written as JSON lines."""
+"""The one log line per epoch (metrics files are JSON lines: ``sylvie.atomic.write_jsonl``)."""
 from __future__ import annotations
-
-import json
-from pathlib import Path
-
-from sylvie.atomic import atomic_path, to_json
-
-
-def write_jsonl(path: Path, records: list[dict]) -> None:
-    with atomic_path(path) as tmp:
-        tmp.write_text("".join(to_json(r) + "\n" for r in records))
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
 
 
 def format_epoch(r: dict, epochs: int) -> str:

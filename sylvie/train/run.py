@@ -10,13 +10,13 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from sylvie.atomic import atomic_path
+from sylvie.atomic import atomic_path, write_jsonl
 from sylvie.errors import SylvieError
 from sylvie.output_dir import RUN, check_replaceable
 from sylvie.partition.shard_reader import read_manifest, read_shard
 from sylvie.train.checkpoint import load_checkpoint, run_identity, save_checkpoint
 from sylvie.train.distributed import init_distributed, shutdown
-from sylvie.train.metrics import format_epoch, write_jsonl
+from sylvie.train.metrics import format_epoch
 from sylvie.train.peer_watchdog import PeerWatchdog, collective_timeout
 from sylvie.train.run_lock import RunLock
 from sylvie.train.trainer import FullGraphTrainer

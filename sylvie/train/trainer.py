@@ -11,21 +11,22 @@ from __future__ import annotations
 import math
 import time
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
 from sylvie.comm.boundary_drift import relative
 from sylvie.comm.halo_exchange import HaloExchange
 from sylvie.comm.halo_plan import HaloPlan
-from sylvie.comm.lowbit_format import FULL_PRECISION
+from sylvie.comm.lowbit.format import FULL_PRECISION
 from sylvie.comm.staleness import BoundedStalenessAdaptor
 from sylvie.comm.stats import CommStats
 from sylvie.config import section_defaults
 from sylvie.errors import SylvieError
 from sylvie.models import build_model
+from sylvie.models.blocks import local_block
 from sylvie.partition.shard_format import Shard
 from sylvie.train.distributed import Context, all_reduce_sum
-from sylvie.train.local_graph import shard_block
 
 SPLITS = ("train", "val", "test")
 
@@ -49,13 +50,14 @@ class FullGraphTrainer:
         self.comm_cfg = {**section_defaults("comm"), **(comm_cfg or {})}
         dev = ctx.device
         self.halo_stats, self.reduce_stats, self.eval_stats = CommStats(), CommStats(), CommStats()
-        plan = HaloPlan.build(shard, dev)
+        plan = HaloPlan.build(shard.halo_owner_index, shard.halo_counts().tolist(), shard.num_inner, dev)
         c = self.comm_cfg
         self.halo = HaloExchange(plan, self.halo_stats, c["bits"], train_cfg["seed"], ctx.rank,
                                  pipelined=c["pipeline"], smoothing=c["smoothing"])
         self.adaptor = self._adaptor(start=0)
         self.eval_halo = HaloExchange(plan, self.eval_stats, FULL_PRECISION)
-        self.block = shard_block(shard, model_cfg["self_loop"], dev)
+        self.block = local_block(shard.edge_src, shard.edge_dst, shard.num_inner, shard.num_halo, shard.in_degree,
+                                 np.concatenate([shard.out_degree, shard.halo_out_degree]), model_cfg["self_loop"], dev)
         x_inner = torch.tensor(shard.feat, device=dev)  # a copy: shard arrays are read-only Arrow memory
         with torch.no_grad():  # layer-0 halo features: exchanged once, in full precision
             self.x = torch.cat([x_inner, self.eval_halo(x_inner, 0)])

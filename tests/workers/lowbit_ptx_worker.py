@@ -11,7 +11,7 @@ from numba import cuda, types
 
 cuda_dispatcher.get_current_device = lambda: SimpleNamespace(compute_capability=(8, 0))
 
-from sylvie.comm import lowbit_cuda  # noqa: E402
+from sylvie.comm.lowbit import cuda as lowbit_cuda  # noqa: E402
 
 f32, i32 = types.Array(types.float32, 2, "C"), types.Array(types.int32, 2, "C")
 i64, u8 = types.Array(types.int64, 1, "C"), types.Array(types.uint8, 1, "C")

@@ -33,7 +33,7 @@ def recording_call(self, inner, layer=0):
     return rows
 
 
-take = type(halo.stale).take
+take = type(halo.stale_rows).take
 
 
 def recording_take(self, layer, direction):
@@ -44,7 +44,7 @@ def recording_take(self, layer, direction):
 
 
 type(halo).__call__ = recording_call
-type(halo.stale).take = recording_take
+type(halo.stale_rows).take = recording_take
 for epoch in range(epochs):
     epoch_now[0] = epoch
     rec = trainer.epoch(epoch)

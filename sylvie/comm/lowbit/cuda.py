@@ -1,6 +1,6 @@
 """Low-bit Module CUDA kernels: numba-cuda, one warp-wide team of threads per row.
 
-Same layout (``lowbit_format``) and the same scalar arithmetic (``lowbit_scalar``) as the CPU kernels, so
+Same layout (``lowbit.format``) and the same scalar arithmetic (``lowbit.scalar``) as the CPU kernels, so
 the bytes are identical for the same random numbers. On a GPU the arguments are torch CUDA tensors, passed
 without copies through the CUDA array interface, and the kernels run on torch's current stream. Under
 ``NUMBA_ENABLE_CUDASIM=1`` the same kernels run on the CPU with numpy arrays (for tests).
@@ -15,7 +15,7 @@ from functools import lru_cache
 import numpy as np
 from numba import cuda, float32, int32
 
-from sylvie.comm.lowbit_scalar import (
+from sylvie.comm.lowbit.scalar import (
     EXPONENT_FIELD_NONFINITE,
     F32,
     I32,
@@ -47,7 +47,7 @@ def _encode(x, xbits, bits, dest_offset, dest_start, dest_rows, key, uniforms, o
     kmax_s = cuda.shared.array((ROWS_PER_BLOCK, THREADS_PER_ROW), int32)
     vmin_s = cuda.shared.array((ROWS_PER_BLOCK, THREADS_PER_ROW), float32)
     vmax_s = cuda.shared.array((ROWS_PER_BLOCK, THREADS_PER_ROW), float32)
-    # The row's range in order keys (lowbit_scalar.order_key); each key travels with its element's value.
+    # The row's range in order keys (lowbit.scalar.order_key); each key travels with its element's value.
     kmin = I32(0x7FFFFFFF)
     kmax = I32(-0x80000000)
     vmin = F32(0.0)

@@ -1,12 +1,12 @@
 """The Low-bit Module: stochastic b-bit quantization of rows for the wire (Sylvie).
 
 ``encode(rows, bits, counts)`` packs the rows bound for each destination into one self-describing byte
-buffer per destination (concatenated, destination after destination; byte layout in ``lowbit_format``);
+buffer per destination (concatenated, destination after destination; byte layout in ``lowbit.format``);
 ``decode(buffer, layout)`` turns such bytes back into float32 rows. Each row is quantized on its own grid
 from its minimum to its maximum with 2**b levels, rounding stochastically so E[decode(encode(x))] = x.
 ``bits = 32`` sends the float32 rows unchanged.
 
-Kernels: numba on the CPU (``lowbit_cpu``) and numba-cuda on the GPU (``lowbit_cuda``; torch CUDA tensors
+Kernels: numba on the CPU (``lowbit.cpu``) and numba-cuda on the GPU (``lowbit.cuda``; torch CUDA tensors
 are passed without copies through the CUDA array interface). Both produce the same bytes for the same
 random numbers, which come from a counter-based hash of (key, row, column).
 """
@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from sylvie.comm.lowbit_format import FULL_PRECISION, Layout, check_bits
-from sylvie.comm.lowbit_scalar import hash32
+from sylvie.comm.lowbit.format import FULL_PRECISION, Layout, check_bits
+from sylvie.comm.lowbit.scalar import hash32
 from sylvie.errors import SylvieError
 
 BACKENDS = ("cpu", "cuda")
@@ -105,10 +105,10 @@ def encode(rows: torch.Tensor, bits: int, counts=None, *, key: int = 0, uniforms
     args = (_array(rows, backend), bits, *layout.tables, _int32(key),
             _array(uniforms.contiguous(), backend), _array(out, backend), _array(bad, backend))
     if backend == "cpu":
-        from sylvie.comm.lowbit_cpu import encode_rows
+        from sylvie.comm.lowbit.cpu import encode_rows
         encode_rows(*args)
     else:
-        from sylvie.comm.lowbit_cuda import encode_rows_cuda
+        from sylvie.comm.lowbit.cuda import encode_rows_cuda
         encode_rows_cuda(*args)
     if bool(bad.any()):
         first = int(bad.nonzero()[0, 0])
@@ -139,9 +139,9 @@ def decode(buffer: torch.Tensor, layout: Layout, *, backend: str | None = None,
     args = (_array(buffer.contiguous(), backend), layout.bits, *layout.tables,
             _array(out, backend))
     if backend == "cpu":
-        from sylvie.comm.lowbit_cpu import decode_rows
+        from sylvie.comm.lowbit.cpu import decode_rows
         decode_rows(*args)
     else:
-        from sylvie.comm.lowbit_cuda import decode_rows_cuda
+        from sylvie.comm.lowbit.cuda import decode_rows_cuda
         decode_rows_cuda(*args)
     return out

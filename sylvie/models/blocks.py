@@ -1,4 +1,5 @@
-"""The DGL block a rank trains on: its inner rows as destinations, inner + halo rows as sources."""
+"""DGL blocks the models run on: a rank's inner rows as destinations and inner + halo rows as sources, or the
+whole graph (every node inner, no halo). A model knows no more of partitions than that."""
 from __future__ import annotations
 
 import warnings
@@ -36,14 +37,8 @@ def local_block(edge_src: np.ndarray, edge_dst: np.ndarray, num_inner: int, num_
     return block.to(device)
 
 
-def shard_block(shard, self_loop: bool, device="cpu"):
-    return local_block(shard.edge_src, shard.edge_dst, shard.num_inner, shard.num_halo, shard.in_degree,
-                       np.concatenate([shard.out_degree, shard.halo_out_degree]), self_loop, device)
-
-
-def whole_graph_block(graph, self_loop: bool, device="cpu"):
-    """The whole canonical graph as one block (every node is an inner row, no halo)."""
-    from sylvie.data.graph import degrees
-
-    in_deg, out_deg = degrees(graph)
-    return local_block(graph.src, graph.dst, graph.num_nodes, 0, in_deg, out_deg, self_loop, device)
+def whole_graph_block(src: np.ndarray, dst: np.ndarray, num_nodes: int, self_loop: bool, device="cpu"):
+    """The whole graph (directed edges src -> dst) as one block: every node is an inner row, no halo."""
+    in_deg = np.bincount(dst, minlength=num_nodes).astype(np.int64)
+    out_deg = np.bincount(src, minlength=num_nodes).astype(np.int64)
+    return local_block(src, dst, num_nodes, 0, in_deg, out_deg, self_loop, device)

@@ -3,7 +3,7 @@
 numba's thread count is numba's setting (``NUMBA_NUM_THREADS``; ``sylvie train`` sets it from
 ``OMP_NUM_THREADS`` before numba loads, so several ranks on one machine do not oversubscribe it).
 
-Layout in ``lowbit_format``; arithmetic in ``lowbit_scalar`` (shared with the CUDA kernels, so both write
+Layout in ``lowbit.format``; arithmetic in ``lowbit.scalar`` (shared with the CUDA kernels, so both write
 the same bytes for the same random numbers). Arrays are numpy (zero-copy views of torch CPU tensors).
 
 Each row is read from memory once: its range and finiteness (vectorized), then its codes into a small
@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 from numba import njit, prange
 
-from sylvie.comm import lowbit_scalar
-from sylvie.comm.lowbit_scalar import (
+from sylvie.comm.lowbit import scalar as lowbit_scalar
+from sylvie.comm.lowbit.scalar import (
     EXPONENT_FIELD_NONFINITE,
     F32,
     GOLDEN,
@@ -44,7 +44,7 @@ CHUNK_ROWS = 32
 PARALLEL_MIN_ELEMENTS = 1 << 16
 
 # numba's on-disk cache keys a kernel on its own code and closure variables, not on the functions it
-# inlines: closing over a digest of lowbit_scalar.py recompiles the kernels whenever that file changes.
+# inlines: closing over a digest of lowbit/scalar.py recompiles the kernels whenever that file changes.
 _SCALAR_DIGEST = hashlib.sha256(Path(lowbit_scalar.__file__).read_bytes()).hexdigest()
 
 

@@ -1,0 +1,103 @@
+"""The package's imports follow the direction of ARCHITECTURE.md: cli -> train -> {features, comm, models,
+partition, data}, features -> comm; comm, features and models never import train; nothing imports cli; the
+Low-bit kernels are leaves. Every import counts, also one inside a function."""
+import ast
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.unit
+
+PACKAGE = Path(__file__).resolve().parents[1] / "sylvie"
+
+# Area of a module (first match of its dotted name, longest prefix first).
+AREAS = {
+    "sylvie.cli": "cli", "sylvie.__main__": "main",
+    "sylvie.bench": "bench", "sylvie.launch": "launch", "sylvie.supervise": "launch",
+    "sylvie.evaluate": "evaluate", "sylvie.report": "report", "sylvie.train": "train",
+    "sylvie.features": "features", "sylvie.comm": "comm",
+    # the Low-bit kernels and what they share; the package's public encode/decode (its __init__) is comm
+    "sylvie.comm.lowbit.format": "kernels", "sylvie.comm.lowbit.scalar": "kernels", "sylvie.comm.lowbit.cpu": "kernels",
+    "sylvie.comm.lowbit.cuda": "kernels", "sylvie.models": "models",
+    "sylvie.partition": "partition", "sylvie.data": "data",
+    "sylvie.errors": "base", "sylvie.atomic": "base", "sylvie.output_dir": "base", "sylvie.failures": "base",
+    "sylvie.process_tree": "base", "sylvie.config": "base", "sylvie": "base",
+}
+# Which areas each area may import (besides itself).
+ALLOWED = {
+    "main": {"cli"},
+    "cli": {"bench", "launch", "evaluate", "report", "train", "features", "comm", "kernels", "models", "partition",
+            "data", "base"},
+    "bench": {"launch", "base"},
+    "launch": {"base"},
+    "evaluate": {"models", "data", "base"},
+    "report": {"base"},
+    "train": {"features", "comm", "kernels", "models", "partition", "data", "base"},
+    "features": {"comm", "kernels", "base"},
+    "comm": {"kernels", "base"},
+    "kernels": set(),
+    "models": {"base"},
+    "partition": {"data", "base"},
+    "data": {"base"},
+    "base": set(),
+}
+
+
+def area(module: str) -> str:
+    for prefix in sorted(AREAS, key=len, reverse=True):
+        if module == prefix or module.startswith(prefix + "."):
+            return AREAS[prefix]
+    raise AssertionError(f"{module}: no area; add it to AREAS in tests/test_layering.py")
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports_of(path: Path) -> list[tuple[int, str]]:
+    """(line, imported sylvie module) for every import in the file, relative ones resolved."""
+    here = module_name(path)
+    package = here if path.name == "__init__.py" else here.rpartition(".")[0]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(parent + ([base] if base else []))
+            found += [(node.lineno, f"{base}.{a.name}" if _is_module(f"{base}.{a.name}") else base) for a in node.names]
+    return [(line, m) for line, m in found if m == "sylvie" or m.startswith("sylvie.")]
+
+
+def _is_module(dotted: str) -> bool:
+    p = PACKAGE.parent.joinpath(*dotted.split("."))
+    return p.with_suffix(".py").is_file() or (p / "__init__.py").is_file()
+
+
+def violations(root: Path = PACKAGE) -> list[str]:
+    bad = []
+    for path in sorted(root.rglob("*.py")):
+        src = area(module_name(path))
+        for line, target in imports_of(path):
+            dst = area(target)
+            if dst != src and dst not in ALLOWED[src]:
+                bad.append(f"{path.relative_to(PACKAGE.parent)}:{line}: {src} imports {dst} ({target})")
+    return bad
+
+
+def test_imports_follow_the_architecture():
+    assert violations() == []
+
+
+def test_a_forbidden_import_is_caught(tmp_path):
+    """The check itself: comm importing train is reported."""
+    fake = PACKAGE / "comm" / "_layering_probe.py"
+    assert imports_of(PACKAGE / "comm" / "halo_exchange.py"), "the parser finds no imports"
+    fake.write_text("def f():\n    from sylvie.train.run import run_training\n")
+    try:
+        assert any("comm/_layering_probe.py:2: comm imports train" in v for v in violations())
+    finally:
+        fake.unlink()
