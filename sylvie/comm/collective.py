@@ -15,6 +15,13 @@ import torch.distributed as dist
 AllToAll = Callable[[torch.Tensor, torch.Tensor, list[int], list[int], bool], object]
 
 
+def all_reduce_sum(t: torch.Tensor) -> torch.Tensor:
+    """Sum ``t`` over the ranks in place (nothing to do in a single process); returns it."""
+    if dist.is_initialized() and dist.get_world_size() > 1:
+        dist.all_reduce(t)
+    return t
+
+
 def torch_all_to_all(group=None) -> AllToAll:
     """``dist.all_to_all_single`` on ``group`` (None: the default process group)."""
     def all_to_all(recv, send, recv_sizes, send_sizes, async_op=False):

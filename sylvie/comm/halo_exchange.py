@@ -6,16 +6,31 @@ on which all-to-all.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
-from sylvie.comm.boundary_drift import BoundaryDrift
-from sylvie.comm.collective import AllToAll, torch_all_to_all
+from sylvie.comm.boundary_drift import BoundaryDrift, relative
+from sylvie.comm.collective import AllToAll, all_reduce_sum, torch_all_to_all
 from sylvie.comm.halo_plan import HaloPlan
 from sylvie.comm.halo_rows import HaloRows
 from sylvie.comm.halo_wire import Wire
 from sylvie.comm.lowbit.format import FULL_PRECISION
 from sylvie.comm.stale_halo import StaleHalo
 from sylvie.comm.stats import CommStats
+
+
+@dataclass(frozen=True)
+class EpochExchange:
+    """One epoch of halo traffic: bytes and drift summed over all ranks, times of this rank."""
+    bytes_sent: int
+    bytes_received: int
+    fp32_bytes_sent: int  # what the same rows would have taken in fp32
+    drift_features: float  # relative change of the boundary features since the last epoch (nan: not measured)
+    drift_gradients: float
+    seconds: float  # waited on (exposed)
+    hidden_seconds: float  # background exchanges while the rank computed
+    codec_seconds: float  # Low-bit encoding and decoding
 
 
 class HaloExchange:
@@ -51,6 +66,20 @@ class HaloExchange:
                 group = dist.new_group(backend=dist.get_backend())
             all_to_all = torch_all_to_all(group)
         self.all_to_all = all_to_all
+
+    def start_epoch(self) -> None:
+        """Reset the epoch's counters and drift sums (call before the epoch's first exchange)."""
+        self.stats.reset()
+        self.drift.reset_epoch()
+
+    def end_epoch(self) -> EpochExchange:
+        """The epoch's traffic, bytes and drift summed over all ranks (one all-reduce: every rank calls it)."""
+        s = self.stats
+        sums = torch.tensor([s.bytes_sent, s.bytes_received, s.fp32_bytes_sent, *self.drift.sums()],
+                            dtype=torch.float64)
+        sums = all_reduce_sum(sums.to(self.plan.send_index.device)).tolist()
+        return EpochExchange(int(sums[0]), int(sums[1]), int(sums[2]), relative(sums[3], sums[4]),
+                             relative(sums[5], sums[6]), s.seconds, s.hidden_seconds, s.codec_seconds)
 
     def begin_round(self, round_: int, fresh: bool = True, keep: bool = False) -> None:
         if not fresh and not self.pipelined:

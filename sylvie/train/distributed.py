@@ -8,6 +8,7 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
+from sylvie.comm.collective import all_reduce_sum  # noqa: F401 - re-exported for the trainers
 from sylvie.errors import SylvieError
 
 
@@ -35,12 +36,6 @@ def init_distributed(device: str = "auto", timeout_s: float = 120) -> Context:
     if dist.is_initialized():
         return Context(dist.get_rank(), dist.get_world_size(), dev, backend)
     return Context(0, 1, dev, backend)
-
-
-def all_reduce_sum(t: torch.Tensor) -> torch.Tensor:
-    if dist.is_initialized() and dist.get_world_size() > 1:
-        dist.all_reduce(t)
-    return t
 
 
 def shutdown(finished: bool = False) -> None:

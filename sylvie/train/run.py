@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import contextlib
-import copy
 import os
 import sys
 from pathlib import Path
@@ -11,13 +10,14 @@ import torch
 from tqdm import tqdm
 
 from sylvie.atomic import atomic_path, write_jsonl
+from sylvie.config import section_defaults
 from sylvie.errors import SylvieError
 from sylvie.output_dir import RUN, check_replaceable
 from sylvie.partition.shard_reader import read_manifest, read_shard
 from sylvie.train.checkpoint import load_checkpoint, run_identity, save_checkpoint
 from sylvie.train.distributed import init_distributed, shutdown
-from sylvie.train.metrics import format_epoch
 from sylvie.train.peer_watchdog import PeerWatchdog, collective_timeout
+from sylvie.train.protocol import Trainer
 from sylvie.train.run_lock import RunLock
 from sylvie.train.trainer import FullGraphTrainer
 
@@ -44,6 +44,7 @@ def run_training(partition_dir: str | Path, out_dir: str | Path, model_cfg: dict
 
 def _train_locked(partition_dir, out_dir: Path, manifest: dict, model_cfg: dict, train_cfg: dict,
                   comm_cfg: dict | None) -> dict | None:
+    comm_cfg = {**section_defaults("comm"), **(comm_cfg or {})}
     # The watchdog names a silent peer after `timeout`; the backend's own timeout, a little later, is the backstop
     # for a collective that hangs while every peer still beats.
     ctx = init_distributed(train_cfg["device"], collective_timeout(train_cfg["timeout"]))
@@ -54,58 +55,58 @@ def _train_locked(partition_dir, out_dir: Path, manifest: dict, model_cfg: dict,
             raise SylvieError(f"{partition_dir} has {manifest['num_parts']} parts but {ctx.world} ranks were started; "
                               f"launch with torchrun --nproc-per-node {manifest['num_parts']}")
         watchdog.start()
-        shard = read_shard(partition_dir, ctx.rank, manifest)
-        trainer = FullGraphTrainer(ctx, shard, model_cfg, train_cfg, comm_cfg)
-        identity = run_identity(model_cfg, train_cfg, trainer.comm_cfg, manifest)
-        epochs = train_cfg["epochs"]
-        ckpt_path = out_dir / "checkpoints" / "last.pt"
-        state, why_not = load_checkpoint(ckpt_path, identity, epochs)
-        records, best, start = [], None, 0
-        if state is not None:
-            trainer.model.load_state_dict(state["model"])
-            trainer.opt.load_state_dict(state["optimizer"])
-            records, best, start = state["metrics"], state["best"], state["epoch"] + 1
-            trainer.resume_at(start)
-            if ctx.rank == 0:
-                _log(f"resuming from {ckpt_path} after epoch {start}")
-        elif why_not and ctx.rank == 0:
-            _log(f"starting afresh, not from {ckpt_path}: {why_not}")
-        show_bar = ctx.rank == 0 and train_cfg["progress"] and sys.stderr.isatty()
-        bar = tqdm(range(start, epochs), initial=start, total=epochs, desc="train", unit="epoch", disable=not show_bar)
-        for epoch in bar:
-            rec = trainer.epoch(epoch, evaluate=(epoch + 1) % train_cfg["eval_every"] == 0 or epoch + 1 == epochs)
-            records.append(rec)
-            if rec["val_acc"] is not None and (best is None or rec["val_acc"] > best["val_acc"]):
-                best = {"epoch": epoch, "val_acc": rec["val_acc"], "test_acc": rec["test_acc"],
-                        "model": copy.deepcopy(trainer.model.state_dict())}
-            if ctx.rank == 0 and ((epoch + 1) % train_cfg["log_every"] == 0 or epoch + 1 == epochs):
-                _log(format_epoch(rec, epochs))
-            planned = rec["planned"]
-            if ctx.rank == 0 and trainer.comm_cfg["pipeline"] and planned["synchronous"] and planned["epoch"] < epochs:
-                _log(f"staleness adaptor: epoch {planned['epoch'] + 1} will be synchronous ({planned['reason']})")
-            every = train_cfg["checkpoint_every"]
-            if ctx.rank == 0 and every and (epoch + 1) % every == 0 and epoch + 1 < epochs:
-                save_checkpoint(ckpt_path, {"identity": identity, "epoch": epoch, "metrics": records,
-                                            "best": best, "model": trainer.model.state_dict(),
-                                            "optimizer": trainer.opt.state_dict()})
-        if ctx.rank != 0:
-            finished = True
-            return None
-        if best is None:
-            raise SylvieError(f"train.epochs={epochs}: nothing to train; set epochs >= 1")
-        summary = {"best_epoch": best["epoch"], "best_val_acc": best["val_acc"],
-                   "test_acc_at_best_val": best["test_acc"],
-                   "setup_bytes": trainer.setup_bytes, "num_parts": ctx.world}
-        with atomic_path(out_dir / "model.pt") as tmp:
-            torch.save({"model": best["model"], "model_cfg": model_cfg, "train_cfg": train_cfg,
-                        "comm_cfg": trainer.comm_cfg,
-                        "in_feats": manifest["num_features"], "num_classes": manifest["num_classes"],
-                        "dataset_fingerprint": manifest["dataset_fingerprint"], "summary": summary}, tmp)
-        write_jsonl(out_dir / "metrics.jsonl", records)
-        _log(f"best val {best['val_acc']:.4f} at epoch {best['epoch'] + 1}, test {best['test_acc']:.4f}; "
-             f"wrote {out_dir / 'model.pt'}")
+        trainer: Trainer = FullGraphTrainer(ctx, read_shard(partition_dir, ctx.rank, manifest), model_cfg, train_cfg,
+                                            comm_cfg)
+        summary = _run_epochs(trainer, ctx.rank, out_dir, train_cfg, run_identity(model_cfg, train_cfg, comm_cfg,
+                                                                                     manifest))
+        if ctx.rank == 0:
+            best, records = summary.pop("best"), summary.pop("records")
+            summary = {**summary, **trainer.summary(), "num_parts": ctx.world}
+            with atomic_path(out_dir / "model.pt") as tmp:
+                torch.save({"model": best["model"], "model_cfg": model_cfg, "train_cfg": train_cfg,
+                            "comm_cfg": comm_cfg, "in_feats": manifest["num_features"],
+                            "num_classes": manifest["num_classes"],
+                            "dataset_fingerprint": manifest["dataset_fingerprint"], "summary": summary}, tmp)
+            write_jsonl(out_dir / "metrics.jsonl", records)
+            _log(f"best val {best['val_acc']:.4f} at epoch {best['epoch'] + 1}, test {best['test_acc']:.4f}; "
+                 f"wrote {out_dir / 'model.pt'}")
         finished = True
-        return summary
+        return summary if ctx.rank == 0 else None
     finally:
         shutdown(finished)  # after a finished run, a barrier: every rank keeps beating while it waits there
         watchdog.stop()
+
+
+def _run_epochs(trainer: Trainer, rank: int, out_dir: Path, train_cfg: dict, identity: dict) -> dict:
+    """Resume, then per epoch: train, keep the best-validation weights, log, checkpoint. Returns the best epoch,
+    its weights and every epoch's record."""
+    epochs = train_cfg["epochs"]
+    ckpt_path = out_dir / "checkpoints" / "last.pt"
+    state, why_not = load_checkpoint(ckpt_path, identity, epochs)
+    records, best, start = [], None, 0
+    if state is not None:
+        trainer.load_state_dict(state["trainer"], state["epoch"] + 1)
+        records, best, start = state["metrics"], state["best"], state["epoch"] + 1
+        if rank == 0:
+            _log(f"resuming from {ckpt_path} after epoch {start}")
+    elif why_not and rank == 0:
+        _log(f"starting afresh, not from {ckpt_path}: {why_not}")
+    show_bar = rank == 0 and train_cfg["progress"] and sys.stderr.isatty()
+    bar = tqdm(range(start, epochs), initial=start, total=epochs, desc="train", unit="epoch", disable=not show_bar)
+    for epoch in bar:
+        rec = trainer.epoch(epoch, evaluate=(epoch + 1) % train_cfg["eval_every"] == 0 or epoch + 1 == epochs)
+        records.append(rec)
+        if rec["val_acc"] is not None and (best is None or rec["val_acc"] > best["val_acc"]):
+            best = {"epoch": epoch, "val_acc": rec["val_acc"], "test_acc": rec["test_acc"], "model": trainer.weights()}
+        if rank == 0:
+            full = (epoch + 1) % train_cfg["log_every"] == 0 or epoch + 1 == epochs
+            for line in trainer.log_lines(rec, epochs, full):
+                _log(line)
+        every = train_cfg["checkpoint_every"]
+        if rank == 0 and every and (epoch + 1) % every == 0 and epoch + 1 < epochs:
+            save_checkpoint(ckpt_path, {"identity": identity, "epoch": epoch, "metrics": records, "best": best,
+                                        "trainer": trainer.state_dict()})
+    if best is None:
+        raise SylvieError(f"train.epochs={epochs}: nothing to train; set epochs >= 1")
+    return {"best_epoch": best["epoch"], "best_val_acc": best["val_acc"], "test_acc_at_best_val": best["test_acc"],
+            "best": best, "records": records}

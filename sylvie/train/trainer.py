@@ -8,6 +8,7 @@ whole-graph mean loss.
 """
 from __future__ import annotations
 
+import copy
 import math
 import time
 
@@ -15,7 +16,6 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from sylvie.comm.boundary_drift import relative
 from sylvie.comm.halo_exchange import HaloExchange
 from sylvie.comm.halo_plan import HaloPlan
 from sylvie.comm.lowbit.format import FULL_PRECISION
@@ -27,6 +27,7 @@ from sylvie.models import build_model
 from sylvie.models.blocks import local_block
 from sylvie.partition.shard_format import Shard
 from sylvie.train.distributed import Context, all_reduce_sum
+from sylvie.train.metrics import format_epoch
 
 SPLITS = ("train", "val", "test")
 
@@ -49,10 +50,10 @@ class FullGraphTrainer:
         self.ctx, self.cfg = ctx, train_cfg
         self.comm_cfg = {**section_defaults("comm"), **(comm_cfg or {})}
         dev = ctx.device
-        self.halo_stats, self.reduce_stats, self.eval_stats = CommStats(), CommStats(), CommStats()
+        self.reduce_stats, self.eval_stats = CommStats(), CommStats()
         plan = HaloPlan.build(shard.halo_owner_index, shard.halo_counts().tolist(), shard.num_inner, dev)
         c = self.comm_cfg
-        self.halo = HaloExchange(plan, self.halo_stats, c["bits"], train_cfg["seed"], ctx.rank,
+        self.halo = HaloExchange(plan, CommStats(), c["bits"], train_cfg["seed"], ctx.rank,
                                  pipelined=c["pipeline"], smoothing=c["smoothing"])
         self.adaptor = self._adaptor(start=0)
         self.eval_halo = HaloExchange(plan, self.eval_stats, FULL_PRECISION)
@@ -76,10 +77,6 @@ class FullGraphTrainer:
         c = self.comm_cfg
         return BoundedStalenessAdaptor(c["pipeline"] and self.ctx.world > 1, c["staleness"], c["staleness_policy"],
                                        c["drift_tolerance"], start=start)
-
-    def resume_at(self, epoch: int) -> None:
-        """Continue from a checkpoint at ``epoch``, which is synchronous: stale halo data is not checkpointed."""
-        self.adaptor = self._adaptor(start=epoch)
 
     def _all_reduce_gradients(self) -> bool:
         """Sum the weight gradients over the ranks; returns whether they are all finite (the same on every rank)."""
@@ -130,20 +127,14 @@ class FullGraphTrainer:
     def epoch(self, epoch: int, evaluate: bool = True) -> dict:
         """Train one epoch and (if ``evaluate``) evaluate; returns its metrics record, accuracies None when not
         evaluated (and schedules epoch + 2)."""
-        self.halo_stats.reset()
+        self.halo.start_epoch()
         self.reduce_stats.reset()
-        self.halo.drift.reset_epoch()
         mode = self.adaptor.mode(epoch)
         t0 = time.perf_counter()
         loss = self.train_step(epoch)
         train_time = time.perf_counter() - t0
-        halo = self.halo_stats
-        sums = torch.tensor([halo.bytes_sent, halo.bytes_received, halo.fp32_bytes_sent, *self.halo.drift.sums()],
-                            dtype=torch.float64)
-        sums = all_reduce_sum(sums.to(self.ctx.device)).tolist()  # all ranks
-        sent, recv, fp32_sent = (int(v) for v in sums[:3])
-        drift_f, drift_g = relative(sums[3], sums[4]), relative(sums[5], sums[6])
-        planned = self.adaptor.observe(epoch, drift_f)
+        halo = self.halo.end_epoch()  # all ranks
+        planned = self.adaptor.observe(epoch, halo.drift_features)
         exposed = halo.seconds + self.reduce_stats.seconds
         t1 = time.perf_counter()
         acc = self.evaluate() if evaluate else {f"{s}_acc": None for s in SPLITS}
@@ -152,13 +143,43 @@ class FullGraphTrainer:
             "epoch_time": train_time, "compute_time": train_time - exposed - halo.codec_seconds, "comm_time": exposed,
             "hidden_comm_time": halo.hidden_seconds, "halo_time": halo.seconds, "codec_time": halo.codec_seconds,
             "allreduce_time": self.reduce_stats.seconds,
-            "bits": self.comm_cfg["bits"], "bytes_sent": sent, "bytes_received": recv, "fp32_bytes_sent": fp32_sent,
-            "allreduce_bytes": self.reduce_stats.bytes_sent,
+            "bits": self.comm_cfg["bits"], "bytes_sent": halo.bytes_sent, "bytes_received": halo.bytes_received,
+            "fp32_bytes_sent": halo.fp32_bytes_sent, "allreduce_bytes": self.reduce_stats.bytes_sent,
             "pipeline": self.comm_cfg["pipeline"], "staleness": mode.staleness, "sync_reason": mode.reason,
-            "drift_features": _finite_or_none(drift_f), "drift_gradients": _finite_or_none(drift_g),
+            "drift_features": _finite_or_none(halo.drift_features),
+            "drift_gradients": _finite_or_none(halo.drift_gradients),
             "planned": {"epoch": epoch + 2, "synchronous": planned.synchronous, "reason": planned.reason},
             "eval_time": time.perf_counter() - t1,
         }
+
+    # ---- what the run loop asks of a trainer (sylvie.train.protocol.Trainer) ----
+
+    def state_dict(self) -> dict:
+        """Model and optimiser state (the adaptor restarts synchronously: stale halo data is not saved)."""
+        return {"model": self.model.state_dict(), "optimizer": self.opt.state_dict()}
+
+    def load_state_dict(self, state: dict, next_epoch: int) -> None:
+        """Continue from ``state`` at ``next_epoch``, which is synchronous."""
+        self.model.load_state_dict(state["model"])
+        self.opt.load_state_dict(state["optimizer"])
+        self.adaptor = self._adaptor(start=next_epoch)
+
+    def weights(self) -> dict:
+        """A copy of the model's weights (the run loop keeps the best-validation ones)."""
+        return copy.deepcopy(self.model.state_dict())
+
+    def summary(self) -> dict:
+        """What this trainer adds to the run's summary."""
+        return {"setup_bytes": self.setup_bytes}
+
+    def log_lines(self, record: dict, epochs: int, full: bool) -> list[str]:
+        """Rank 0's lines for this epoch: the epoch line when ``full``, and the adaptor's plan when it goes
+        synchronous."""
+        lines = [format_epoch(record, epochs)] if full else []
+        planned = record["planned"]
+        if self.comm_cfg["pipeline"] and planned["synchronous"] and planned["epoch"] < epochs:
+            lines.append(f"staleness adaptor: epoch {planned['epoch'] + 1} will be synchronous ({planned['reason']})")
+        return lines
 
 
 def _finite_or_none(v: float) -> float | None:

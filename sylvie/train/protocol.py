@@ -1,0 +1,27 @@
+"""What the run loop (``train/run.py``) asks of a trainer: the full-graph trainer (Sylvie) now, the sampled
+trainer (SALIENT++) next. The loop never reaches inside a trainer; a trainer never writes files."""
+from __future__ import annotations
+
+from typing import Protocol
+
+
+class Trainer(Protocol):
+    def epoch(self, epoch: int, evaluate: bool) -> dict:
+        """Train one epoch (and evaluate if asked); its metrics record: at least ``epoch``, ``loss`` (the
+        global mean, the same on every rank) and ``train_acc``/``val_acc``/``test_acc`` (None if not
+        evaluated). Raises ``TrainingDiverged`` on a non-finite loss or gradient."""
+
+    def state_dict(self) -> dict:
+        """Everything needed to continue exactly (model, optimiser, ...), for a checkpoint."""
+
+    def load_state_dict(self, state: dict, next_epoch: int) -> None:
+        """Continue from a checkpoint's state at ``next_epoch``."""
+
+    def weights(self) -> dict:
+        """A copy of the model's weights, as ``model.pt`` stores them."""
+
+    def summary(self) -> dict:
+        """Extra fields of the run's summary (e.g. setup bytes)."""
+
+    def log_lines(self, record: dict, epochs: int, full: bool) -> list[str]:
+        """Rank 0's log lines for this epoch; the one-line epoch summary when ``full``."""
