@@ -19,6 +19,7 @@ configfile: "config/config.yaml"
 
 RUNS = resolve_runs(config, where="config")
 LAUNCH = validate(config)["launch"]
+REPORT = validate(config)["report"]
 
 
 include: "workflow/rules/common.smk"

@@ -10,8 +10,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from sylvie.config import section
 from sylvie.data.graph import save_graph
-from sylvie.data.synthetic import generate
+from sylvie.data.synthetic import generate_from
 from sylvie.partition.partition_graph import partition_dataset
 
 
@@ -29,7 +30,8 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         t = time.perf_counter()
-        g = generate(nodes=args.nodes, avg_degree=args.avg_degree, features=args.features, classes=16)
+        g = generate_from(section("dataset", {"nodes": args.nodes, "avg_degree": args.avg_degree,
+                                              "features": args.features, "classes": 16}))
         save_graph(g, Path(tmp) / "ds", source="synthetic")
         rows.append(("generate + save", time.perf_counter() - t, peak_rss_gb()))
         edges = g.num_edges

@@ -13,18 +13,19 @@ def _download(args) -> None:
     from sylvie.config import section_from_args
     from sylvie.data.registry import download
 
-    options = {k: v for k, v in section_from_args(args, "dataset").items() if v is not None}
-    meta = download(args.name, args.out, options)
+    meta = download(args.name, args.out, section_from_args(args, "dataset"))
     print(f"{meta['name']}: {meta['num_nodes']:,} nodes, {meta['num_edges']:,} edges, {meta['num_features']} features, "
           f"{meta['num_classes']} classes, split {meta['num_train']}/{meta['num_val']}/{meta['num_test']} "
           f"-> {args.out}")
 
 
 def _partition(args) -> None:
+    from sylvie.config import section_from_args
     from sylvie.partition.partition_graph import partition_dataset
     from sylvie.partition.quality import format_summary
 
-    manifest = partition_dataset(args.dataset, args.out, args.parts, args.method, args.seed)
+    p = section_from_args(args, "partition")
+    manifest = partition_dataset(args.dataset, args.out, p.parts, p.method, p.seed)
     print(format_summary(manifest))
 
 
@@ -40,10 +41,8 @@ def _train(args) -> None:
     from sylvie.config import section_from_args
     from sylvie.train.run import run_training
 
-    model_cfg = section_from_args(args, "model")
-    train_cfg = {k: v for k, v in section_from_args(args, "train").items() if k != "seeds"}
-    train_cfg["seed"] = args.seed
-    run_training(args.partition, args.out, model_cfg, train_cfg, section_from_args(args, "comm"))
+    run_training(args.partition, args.out, section_from_args(args, "model"),
+                 section_from_args(args, "train", skip=("seeds",)), section_from_args(args, "comm"), args.seed)
     if "LOCAL_RANK" in os.environ:
         # Under torchrun: outputs are written and closed, the process group is gone. Skip the C++ static
         # destructors at interpreter exit (gloo, libxsmm), which can abort ("terminate called without an
@@ -63,7 +62,7 @@ def _evaluate(args) -> None:
 def _report(args) -> None:
     from sylvie.report.html import write_report
 
-    print(f"report: {write_report(args.runs, args.out, args.title)}")
+    print(f"report: {write_report(args.runs, args.out, getattr(args, 'report.title'))}")
 
 
 def _after_dashes(argv: list[str]) -> list[str]:
@@ -74,7 +73,8 @@ def _after_dashes(argv: list[str]) -> list[str]:
 def _launch(args) -> None:
     from sylvie.launch import launch, plan_geometry
 
-    g = plan_geometry(args.ranks, args.ranks_per_node, args.gpus_per_node, args.cpus_per_rank, args.nodes)
+    knobs = {k[len("launch."):]: v for k, v in vars(args).items() if k.startswith("launch.")}
+    g = plan_geometry(args.ranks, nodes=args.nodes, **knobs)
     return launch(g, _after_dashes(args.command), threads=args.threads, slurm_task=args.slurm_task,
                   watch_pid=args.watch_pid)
 
@@ -94,7 +94,7 @@ def _bench_cluster(args) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from sylvie.config import add_section_arguments
+    from sylvie.config import add_section_arguments, top_level_properties
 
     p = argparse.ArgumentParser(prog="sylvie", description="Distributed full-graph GNN training on partitioned graphs.")
     sub = p.add_subparsers(dest="stage", required=True, metavar="STAGE")
@@ -112,9 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
                                     "plus manifest.json, and print a partition-quality summary.")
     pa.add_argument("dataset", help="canonical graph directory written by `sylvie download`")
     pa.add_argument("--out", required=True, help="output directory (written atomically)")
-    pa.add_argument("--parts", type=int, default=4, help="number of parts (default: 4)")
-    pa.add_argument("--method", choices=["metis", "random"], default="metis", help="partitioner (default: metis)")
-    pa.add_argument("--seed", type=int, default=0, help="partitioner seed (default: 0)")
+    add_section_arguments(pa, "partition")
     pa.set_defaults(func=_partition)
 
     t = sub.add_parser("train", help="train on a partition (one process per part, under torchrun)",
@@ -141,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "report with plots.")
     r.add_argument("runs", nargs="+", help="run directories, e.g. results/gcn-p4/seed0")
     r.add_argument("--out", required=True, help="report directory (report.html and PNG plots)")
-    r.add_argument("--title", default="Sylvie training report", help="report title")
+    add_section_arguments(r, "report", properties=top_level_properties("report"))
     r.set_defaults(func=_report)
 
     la = sub.add_parser("launch", help="start the ranks of a run: torchrun here, or srun + torchrun per Slurm node",
@@ -150,12 +148,8 @@ def build_parser() -> argparse.ArgumentParser:
                                     "(SLURM_JOB_ID set): srun with one task per node, each a torchrun of "
                                     "RANKS/NODES processes, c10d rendezvous on the first node of the allocation.")
     la.add_argument("--ranks", type=int, required=True, help="processes in all (one per partition)")
-    la.add_argument("--ranks-per-node", type=int, default=0, help="at most this many per node; 0 = all on one node "
-                                                                   "(default: 0)")
+    add_section_arguments(la, "launch", properties=top_level_properties("launch"))
     la.add_argument("--nodes", type=int, default=None, help="exactly this many nodes (instead of --ranks-per-node)")
-    la.add_argument("--gpus-per-node", type=int, default=0, help="GPUs per node to request from srun (default: 0)")
-    la.add_argument("--cpus-per-rank", type=int, default=1, help="CPUs (and OMP threads) per rank under Slurm "
-                                                                 "(default: 1)")
     la.add_argument("--threads", type=int, default=None, help="CPUs this machine gives the whole run when not under "
                                                               "Slurm; each rank gets THREADS/RANKS OMP threads")
     la.add_argument("--watch-pid", type=int, default=None, help="stop the run when the process with this pid ends "

@@ -1,15 +1,16 @@
 """Configuration as data: the schema validates it, supplies every default, and defines the CLI flags.
 
 The Snakefile and every ``sylvie <stage>`` read knobs from the same schema
-(``workflow/schemas/config.schema.yaml``), so a default or description lives in one place.
+(``sylvie/schema/config.schema.yaml``, linked from ``workflow/schemas/``), so a default or description lives in one place.
 """
 from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import shlex
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 import jsonschema
@@ -30,11 +31,6 @@ def _properties(name: str) -> dict:
     return schema()["$defs"][name]["properties"]
 
 
-def section_defaults(name: str) -> dict:
-    """Defaults of one section (``dataset``, ``partition``, ``model`` or ``train``)."""
-    return {k: copy.deepcopy(v["default"]) for k, v in _properties(name).items() if "default" in v}
-
-
 def _raise_invalid(instance, schema_node, where: str) -> None:
     errors = sorted(jsonschema.Draft202012Validator(schema_node).iter_errors(instance), key=lambda e: list(e.path))
     if errors:
@@ -52,17 +48,18 @@ def _deep_merge(base: dict, override: dict) -> dict:
 
 @dataclass(frozen=True)
 class Run:
+    """One run of the pipeline: its sections typed (``run.train.epochs``, ``run.comm.bits``)."""
     name: str
     dataset: str
-    partition: dict
-    model: dict
-    train: dict
-    comm: dict
+    partition: object
+    model: object
+    train: object
+    comm: object
 
     @property
     def partition_id(self) -> str:
         p = self.partition
-        return f"{p['method']}-p{p['parts']}-s{p['seed']}"
+        return f"{p.method}-p{p.parts}-s{p.seed}"
 
 
 def validate(config: dict, where: str = "config") -> dict:
@@ -94,17 +91,17 @@ def resolve_runs(config: dict, where: str = "config") -> dict[str, Run]:
         if dataset not in config["datasets"]:
             raise SylvieError(f"{where}: invalid value for 'runs.{name}.dataset': '{dataset}' is not a key of "
                               f"datasets ({', '.join(config['datasets'])}); add it under datasets")
-        sections = {s: {**section_defaults(s), **merged.get(s, {})} for s in SECTIONS}
+        sections = {s: section(s, merged.get(s, {}), where=f"{where}: runs.{name}.{s}") for s in SECTIONS}
         runs[name] = Run(name=name, dataset=dataset, **sections)
     return runs
 
 
-def dataset_options(config: dict, name: str) -> dict:
-    """Options of dataset ``name`` with defaults filled in."""
+def dataset_options(config: dict, name: str):
+    """Options of dataset ``name`` (typed), defaults filled in."""
     config = validate(config)
     if name not in config["datasets"]:
         raise SylvieError(f"config: unknown dataset '{name}'; datasets has {', '.join(config['datasets'])}")
-    return {**section_defaults("dataset"), **config["datasets"][name]}
+    return section("dataset", config["datasets"][name], where=f"config: datasets.{name}")
 
 
 def load_config(path: str | Path) -> dict:
@@ -120,15 +117,77 @@ def load_config(path: str | Path) -> dict:
         raise SylvieError(f"{where}: not valid YAML: {what}; fix the file there") from None
 
 
+# ---- typed sections -------------------------------------------------------------------------------
+
+_PY_TYPES = {"integer": int, "number": float, "boolean": bool, "string": str, "array": list, "object": dict,
+             "null": type(None)}
+
+
+def _annotation(spec: dict):
+    kinds = spec.get("type", "string")
+    kinds = kinds if isinstance(kinds, list) else [kinds]
+    types = [_PY_TYPES[k] for k in kinds]
+    out = types[0]
+    for t in types[1:]:
+        out = out | t
+    return out
+
+
+@cache
+def section_type(name: str) -> type:
+    """A frozen dataclass with one field per knob of section ``name``, its default the schema's (None where the
+    schema has none). The only place a default lives is the schema."""
+    fields = []
+    for key, spec in _properties(name).items():
+        default = spec.get("default")
+        if isinstance(default, (list, dict)):
+            factory = dataclasses.field(default_factory=lambda v=default: copy.deepcopy(v))
+            fields.append((key, _annotation(spec), factory))
+        else:
+            fields.append((key, _annotation(spec), dataclasses.field(default=default)))
+    cls = dataclasses.make_dataclass(f"{name.title()}Config", fields, frozen=True)
+    cls.__doc__ = f"The '{name}' section of the configuration (sylvie/schema/config.schema.yaml)."
+    return cls
+
+
+def section(name: str, values=None, where: str | None = None):
+    """Section ``name`` as a frozen dataclass: ``values`` (a mapping, or already a section) validated against the
+    schema, defaults filled in."""
+    if dataclasses.is_dataclass(values):
+        values = dataclasses.asdict(values)
+    values = {k: v for k, v in (values or {}).items() if v is not None}  # unset: the schema's default
+    node = {k: v for k, v in {**schema()["$defs"][name], "$defs": schema()["$defs"]}.items() if k != "default"}
+    _raise_invalid(values, node, where or f"{name} settings")
+    return section_type(name)(**values)
+
+
+def as_dict(cfg) -> dict:
+    """A section's knobs as a plain dict (for files and CLI flags)."""
+    return dataclasses.asdict(cfg) if dataclasses.is_dataclass(cfg) else dict(cfg)
+
+
+def resumable_keys(name: str) -> tuple[str, ...]:
+    """Knobs of section ``name`` that may change between a run and its resumption (``resumable: true`` in the
+    schema, next to the knob)."""
+    return tuple(k for k, spec in _properties(name).items() if spec.get("resumable"))
+
+
+def top_level_properties(name: str) -> dict:
+    """The knobs of a top-level section that is not a run section (``launch``, ``report``)."""
+    return schema()["properties"][name]["properties"]
+
+
 # ---- CLI flags from the schema -------------------------------------------------------------------
 
 _TYPES = {"integer": int, "number": float, "string": str}
 
 
-def add_section_arguments(parser: argparse.ArgumentParser, section: str, skip: tuple[str, ...] = ()) -> None:
-    """One ``--flag`` per knob of ``section``, with the schema's default, type, choices and description."""
+def add_section_arguments(parser: argparse.ArgumentParser, section: str, skip: tuple[str, ...] = (),
+                          properties: dict | None = None) -> None:
+    """One ``--flag`` per knob of ``section`` (or of ``properties``), with the schema's default, type, choices and
+    description."""
     group = parser.add_argument_group(f"{section} settings")
-    for key, spec in _properties(section).items():
+    for key, spec in (properties or _properties(section)).items():
         if key in skip:
             continue
         flag = "--" + key.replace("_", "-")
@@ -137,21 +196,22 @@ def add_section_arguments(parser: argparse.ArgumentParser, section: str, skip: t
         if kind == "boolean":
             group.add_argument(flag, action=argparse.BooleanOptionalAction, **kwargs)
         else:
-            group.add_argument(flag, type=_TYPES[kind], choices=spec.get("enum"), **kwargs)
+            metavar = None if "enum" in spec else key.upper()  # choices show themselves
+            group.add_argument(flag, type=_TYPES[kind], choices=spec.get("enum"), metavar=metavar, **kwargs)
 
 
-def section_from_args(args: argparse.Namespace, section: str) -> dict:
-    """The section's values from parsed arguments, validated against the schema."""
-    prefix = section + "."
+def section_from_args(args: argparse.Namespace, name: str, skip: tuple[str, ...] = ()):
+    """Section ``name`` (typed) from parsed arguments, validated against the schema; ``skip``: knobs that are not
+    flags of this command (they keep their defaults)."""
+    prefix = name + "."
     values = {k[len(prefix):]: v for k, v in vars(args).items() if k.startswith(prefix)}
-    node = {**schema()["$defs"][section], "$defs": schema()["$defs"]}
-    node = {k: v for k, v in node.items() if k != "default"}
-    _raise_invalid({k: v for k, v in values.items() if v is not None}, node, f"sylvie {section} options")
-    return values
+    return section(name, {k: v for k, v in values.items() if k not in skip}, where=f"sylvie {name} options")
 
 
-def cli_arguments(section: str, values: dict, skip: tuple[str, ...] = ()) -> str:
-    """The flags that reproduce ``values`` on the command line (inverse of add_section_arguments)."""
+def cli_arguments(section: str, values, skip: tuple[str, ...] = ()) -> str:
+    """The flags that reproduce ``values`` (a section or a mapping) on the command line (inverse of
+    add_section_arguments)."""
+    values = as_dict(values)
     out = []
     for key in _properties(section):
         if key in skip or key not in values or values[key] is None:

@@ -7,6 +7,7 @@ import numpy as np
 import torch
 
 from sylvie.atomic import write_json
+from sylvie.config import section
 from sylvie.data.graph import load_graph
 from sylvie.errors import SylvieError
 from sylvie.models import build_model
@@ -40,10 +41,11 @@ def evaluate(dataset_dir: str | Path, model_path: str | Path, out_path: str | Pa
     ckpt = load_trained(model_path)
     if ckpt["dataset_fingerprint"] != graph.info["fingerprint"]:
         raise SylvieError(f"{model_path}: trained on another dataset than {dataset_dir} (fingerprints differ)")
-    model = build_model(ckpt["model_cfg"], ckpt["in_feats"], ckpt["num_classes"])
+    model_cfg = section("model", ckpt["model_cfg"], where=f"{model_path}: model_cfg")
+    model = build_model(model_cfg, ckpt["in_feats"], ckpt["num_classes"])
     model.load_state_dict(ckpt["model"])
     model.eval()
-    block = whole_graph_block(graph.src, graph.dst, graph.num_nodes, ckpt["model_cfg"]["self_loop"])
+    block = whole_graph_block(graph.src, graph.dst, graph.num_nodes, model_cfg.self_loop)
     with torch.no_grad():
         pred = model(block, torch.tensor(graph.features)).argmax(1).numpy()
     result = {

@@ -45,10 +45,12 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(scope="session")
 def cora_dir(tmp_path_factory):
     """Cora in canonical form, built in-process from the embedded Planetoid files."""
+    from sylvie.config import section
     from sylvie.data.registry import download
 
     out = tmp_path_factory.mktemp("datasets") / "cora"
-    download("cora", out, {"source": "planetoid", "raw_dir": str(CORA_RAW), "allow_download": False})
+    embedded = section("dataset", {"source": "planetoid", "raw_dir": str(CORA_RAW), "allow_download": False})
+    download("cora", out, embedded)
     return out
 
 

@@ -40,7 +40,7 @@ def reference_steps(graph, arch, init, steps=3):
         opt.zero_grad()
         loss = F.cross_entropy(model(g, x)[train], y[train])
         loss.backward()
-        losses.append(float(loss))
+        losses.append(float(loss.detach()))
         grads.append({n: p.grad.clone() for n, p in model.named_parameters()})
         opt.step()
     return losses, grads

@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 from conftest import BIN, run
 
+from sylvie.config import section
 from sylvie.data.graph import load_graph
-from sylvie.data.synthetic import generate
+from sylvie.data.synthetic import generate_from
 from sylvie.partition.shard_reader import read_manifest, read_shard
 
 
@@ -44,9 +45,9 @@ def test_metis_cuts_fewer_edges_than_random(cora_dir, tmp_path):
 
 @pytest.mark.unit
 def test_synthetic_is_deterministic_and_class_informative():
-    a = generate(nodes=3000, avg_degree=8, features=16, classes=4, seed=3)
-    b = generate(nodes=3000, avg_degree=8, features=16, classes=4, seed=3)
-    c = generate(nodes=3000, avg_degree=8, features=16, classes=4, seed=4)
+    a = generate_from(section("dataset", {"nodes": 3000, "avg_degree": 8, "features": 16, "classes": 4, "seed": 3}))
+    b = generate_from(section("dataset", {"nodes": 3000, "avg_degree": 8, "features": 16, "classes": 4, "seed": 3}))
+    c = generate_from(section("dataset", {"nodes": 3000, "avg_degree": 8, "features": 16, "classes": 4, "seed": 4}))
     assert a.fingerprint() == b.fingerprint() != c.fingerprint()
     a.validate("synthetic")
     assert abs(a.num_edges / a.num_nodes - 8) < 1.0

@@ -27,33 +27,26 @@ def source_of(name: str, source: str | None = None) -> str:
     raise SylvieError(f"unknown dataset '{name}'; known datasets: {known} (or give source: synthetic)")
 
 
-def load(name: str, options: dict) -> Graph:
-    """Build the canonical graph of dataset ``name`` from its config options."""
-    source = source_of(name, options.get("source"))
+def load(name: str, options) -> Graph:
+    """Build the canonical graph of dataset ``name`` from its (typed) config options."""
+    source = source_of(name, options.source)
     if source == "planetoid":
-        return planetoid.load_planetoid(options.get("dataset_name", name), options.get("raw_dir", "data/raw/planetoid"),
-                                        allow_download=options.get("allow_download", True),
-                                        timeout_s=options.get("timeout", 60))
+        return planetoid.load_planetoid(name, options.raw_dir, allow_download=options.allow_download,
+                                        timeout_s=options.timeout)
     if source == "ogb":
-        return ogb.load_ogb(options.get("dataset_name", name), options.get("root", "data/raw/ogb"),
-                            mirror=options.get("mirror"), timeout_s=options.get("timeout", 60))
-    params = {k: options.get(k, v) for k, v in synthetic.DEFAULTS.items()}
-    return synthetic.generate(name=name, **params)
+        return ogb.load_ogb(name, options.root, mirror=options.mirror, timeout_s=options.timeout)
+    return synthetic.generate_from(options, name)
 
 
-def raw_inputs(name: str, options: dict) -> tuple[str, ...]:
+def raw_inputs(name: str, options) -> tuple[str, ...]:
     """The folders a dataset is read from (never an output location)."""
-    source = source_of(name, options.get("source"))
-    if source == "planetoid":
-        return (options.get("raw_dir", "data/raw/planetoid"),)
-    if source == "ogb":
-        return (options.get("root", "data/raw/ogb"),)
-    return ()
+    source = source_of(name, options.source)
+    return {"planetoid": (options.raw_dir,), "ogb": (options.root,)}.get(source, ())
 
 
-def download(name: str, out_dir: str | Path, options: dict) -> dict:
+def download(name: str, out_dir: str | Path, options) -> dict:
     """Load dataset ``name`` and write it in canonical form to ``out_dir``; returns its metadata."""
     inputs = raw_inputs(name, options)
     check_replaceable(out_dir, CANONICAL_GRAPH, inputs)  # before any download or work
     graph = load(name, options)
-    return save_graph(graph, out_dir, source=source_of(name, options.get("source")), inputs=inputs)
+    return save_graph(graph, out_dir, source=source_of(name, options.source), inputs=inputs)

@@ -13,8 +13,14 @@ import numpy as np
 from sylvie.data.graph import Graph
 from sylvie.errors import SylvieError
 
-DEFAULTS = {"nodes": 10_000, "avg_degree": 10.0, "features": 32, "classes": 8, "homophily": 0.8,
-            "feature_noise": 2.0, "train_fraction": 0.6, "val_fraction": 0.2, "seed": 0}
+# The knobs of the generator; their defaults are the dataset section's in the config schema.
+PARAMETERS = ("nodes", "avg_degree", "features", "classes", "homophily", "feature_noise", "train_fraction",
+              "val_fraction", "seed")
+
+
+def generate_from(options, name: str = "synthetic") -> Graph:
+    """The graph the dataset section ``options`` (typed, ``sylvie.config.section("dataset", ...)``) describes."""
+    return generate(name=name, **{k: getattr(options, k) for k in PARAMETERS})
 
 
 def _sample_in_blocks(rng, blocks, order, cum, starts, ends):
@@ -25,9 +31,8 @@ def _sample_in_blocks(rng, blocks, order, cum, starts, ends):
     return order[np.clip(pos, starts[blocks], ends[blocks] - 1)]
 
 
-def generate(nodes: int, avg_degree: float, features: int, classes: int, homophily: float = 0.8,
-             feature_noise: float = 2.0, train_fraction: float = 0.6, val_fraction: float = 0.2,
-             seed: int = 0, name: str = "synthetic") -> Graph:
+def generate(*, nodes: int, avg_degree: float, features: int, classes: int, homophily: float, feature_noise: float,
+             train_fraction: float, val_fraction: float, seed: int, name: str = "synthetic") -> Graph:
     if nodes < 2 or classes < 1 or classes > nodes or features < 1 or avg_degree <= 0:
         raise SylvieError(f"synthetic: need nodes >= 2, 1 <= classes <= nodes, features >= 1, avg_degree > 0 "
                           f"(got nodes={nodes}, classes={classes}, features={features}, avg_degree={avg_degree})")

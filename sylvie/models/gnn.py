@@ -67,10 +67,6 @@ class GNN(nn.Module):
         return h
 
 
-MODEL_KEYS = ("arch", "hidden", "layers", "dropout", "heads")
-
-
-def build_model(model_cfg: dict, in_feats: int, num_classes: int) -> GNN:
-    """A GNN from the config's ``model`` section (keys beyond MODEL_KEYS belong to the graph, not the model)."""
-    return GNN(model_cfg["arch"], in_feats, model_cfg["hidden"], num_classes, model_cfg["layers"],
-               model_cfg["dropout"], model_cfg["heads"])
+def build_model(model, in_feats: int, num_classes: int) -> GNN:
+    """A GNN from the config's ``model`` section (``self_loop`` belongs to the graph's block, not the model)."""
+    return GNN(model.arch, in_feats, model.hidden, num_classes, model.layers, model.dropout, model.heads)

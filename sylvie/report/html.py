@@ -48,7 +48,7 @@ def _table(runs: dict[str, list[RunOutput]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
-def write_report(run_dirs: list[str | Path], out_dir: str | Path, title: str = "Sylvie training report") -> Path:
+def write_report(run_dirs: list[str | Path], out_dir: str | Path, title: str) -> Path:
     """Write the plot PNGs, then ``report.html``, into ``out_dir``; each file appears atomically."""
     check_location(out_dir, inputs=tuple(run_dirs), stage="sylvie report")
     runs = collect(run_dirs)

@@ -12,15 +12,13 @@ from pathlib import Path
 import torch
 
 from sylvie.atomic import atomic_path
-
-# Knobs that may change between a run and its resumption without changing the trajectory.
-RESUMABLE_KEYS = ("epochs", "checkpoint_every", "log_every", "device", "progress", "timeout")
+from sylvie.config import resumable_keys
 
 
 def run_identity(model_cfg: dict, train_cfg: dict, comm_cfg: dict, manifest: dict) -> dict:
     """What a checkpoint must match to be resumed (flat: ``section.key`` -> value)."""
     ident = {f"model.{k}": v for k, v in model_cfg.items()}
-    ident.update({f"train.{k}": v for k, v in train_cfg.items() if k not in RESUMABLE_KEYS})
+    ident.update({f"train.{k}": v for k, v in train_cfg.items() if k not in resumable_keys("train")})
     ident.update({f"comm.{k}": v for k, v in comm_cfg.items()})
     ident.update({
         "partition.dataset_fingerprint": manifest["dataset_fingerprint"],

@@ -10,7 +10,7 @@ import torch
 from tqdm import tqdm
 
 from sylvie.atomic import atomic_path, write_jsonl
-from sylvie.config import section_defaults
+from sylvie.config import as_dict
 from sylvie.errors import SylvieError
 from sylvie.output_dir import RUN, check_replaceable
 from sylvie.partition.shard_reader import read_manifest, read_shard
@@ -26,9 +26,9 @@ def _log(msg: str) -> None:
     tqdm.write(msg, file=sys.stderr)
 
 
-def run_training(partition_dir: str | Path, out_dir: str | Path, model_cfg: dict, train_cfg: dict,
-                 comm_cfg: dict | None = None) -> dict | None:
-    """Train on the partition under ``partition_dir``; rank 0 writes ``model.pt`` and ``metrics.jsonl``.
+def run_training(partition_dir: str | Path, out_dir: str | Path, model, train, comm, seed: int) -> dict | None:
+    """Train on the partition under ``partition_dir`` with the config's typed ``model``, ``train`` and ``comm``
+    sections and ``seed``; rank 0 writes ``model.pt`` and ``metrics.jsonl``.
 
     Rank 0 holds ``out_dir/train.lock`` for the whole run. Checkpoints go to ``out_dir/checkpoints/last.pt``
     every ``checkpoint_every`` epochs; a restart of the same run resumes from there.
@@ -39,26 +39,26 @@ def run_training(partition_dir: str | Path, out_dir: str | Path, model_cfg: dict
     with contextlib.ExitStack() as stack:
         if int(os.environ.get("RANK", 0)) == 0:  # before joining the others: a second run fails at once
             stack.enter_context(RunLock(out_dir))
-        return _train_locked(partition_dir, out_dir, manifest, model_cfg, train_cfg, comm_cfg)
+        return _train_locked(partition_dir, out_dir, manifest, model, train, comm, seed)
 
 
-def _train_locked(partition_dir, out_dir: Path, manifest: dict, model_cfg: dict, train_cfg: dict,
-                  comm_cfg: dict | None) -> dict | None:
-    comm_cfg = {**section_defaults("comm"), **(comm_cfg or {})}
+def _train_locked(partition_dir, out_dir: Path, manifest: dict, model, train, comm, seed: int) -> dict | None:
+    # as the files record them (model.pt, eval.json, the checkpoint's identity): plain dicts, the run's seed in train
+    model_cfg, comm_cfg = as_dict(model), as_dict(comm)
+    train_cfg = {**{k: v for k, v in as_dict(train).items() if k != "seeds"}, "seed": seed}
     # The watchdog names a silent peer after `timeout`; the backend's own timeout, a little later, is the backstop
     # for a collective that hangs while every peer still beats.
-    ctx = init_distributed(train_cfg["device"], collective_timeout(train_cfg["timeout"]))
-    watchdog = PeerWatchdog(ctx.rank, ctx.world, train_cfg["timeout"])
+    ctx = init_distributed(train.device, collective_timeout(train.timeout))
+    watchdog = PeerWatchdog(ctx.rank, ctx.world, train.timeout)
     finished = False
     try:
         if ctx.world != manifest["num_parts"]:
             raise SylvieError(f"{partition_dir} has {manifest['num_parts']} parts but {ctx.world} ranks were started; "
                               f"launch with torchrun --nproc-per-node {manifest['num_parts']}")
         watchdog.start()
-        trainer: Trainer = FullGraphTrainer(ctx, read_shard(partition_dir, ctx.rank, manifest), model_cfg, train_cfg,
-                                            comm_cfg)
-        summary = _run_epochs(trainer, ctx.rank, out_dir, train_cfg, run_identity(model_cfg, train_cfg, comm_cfg,
-                                                                                     manifest))
+        trainer: Trainer = FullGraphTrainer(ctx, read_shard(partition_dir, ctx.rank, manifest), model, train, comm,
+                                            seed)
+        summary = _run_epochs(trainer, ctx.rank, out_dir, train, run_identity(model_cfg, train_cfg, comm_cfg, manifest))
         if ctx.rank == 0:
             best, records = summary.pop("best"), summary.pop("records")
             summary = {**summary, **trainer.summary(), "num_parts": ctx.world}
@@ -77,10 +77,10 @@ def _train_locked(partition_dir, out_dir: Path, manifest: dict, model_cfg: dict,
         watchdog.stop()
 
 
-def _run_epochs(trainer: Trainer, rank: int, out_dir: Path, train_cfg: dict, identity: dict) -> dict:
+def _run_epochs(trainer: Trainer, rank: int, out_dir: Path, train, identity: dict) -> dict:
     """Resume, then per epoch: train, keep the best-validation weights, log, checkpoint. Returns the best epoch,
     its weights and every epoch's record."""
-    epochs = train_cfg["epochs"]
+    epochs = train.epochs
     ckpt_path = out_dir / "checkpoints" / "last.pt"
     state, why_not = load_checkpoint(ckpt_path, identity, epochs)
     records, best, start = [], None, 0
@@ -91,18 +91,18 @@ def _run_epochs(trainer: Trainer, rank: int, out_dir: Path, train_cfg: dict, ide
             _log(f"resuming from {ckpt_path} after epoch {start}")
     elif why_not and rank == 0:
         _log(f"starting afresh, not from {ckpt_path}: {why_not}")
-    show_bar = rank == 0 and train_cfg["progress"] and sys.stderr.isatty()
+    show_bar = rank == 0 and train.progress and sys.stderr.isatty()
     bar = tqdm(range(start, epochs), initial=start, total=epochs, desc="train", unit="epoch", disable=not show_bar)
     for epoch in bar:
-        rec = trainer.epoch(epoch, evaluate=(epoch + 1) % train_cfg["eval_every"] == 0 or epoch + 1 == epochs)
+        rec = trainer.epoch(epoch, evaluate=(epoch + 1) % train.eval_every == 0 or epoch + 1 == epochs)
         records.append(rec)
         if rec["val_acc"] is not None and (best is None or rec["val_acc"] > best["val_acc"]):
             best = {"epoch": epoch, "val_acc": rec["val_acc"], "test_acc": rec["test_acc"], "model": trainer.weights()}
         if rank == 0:
-            full = (epoch + 1) % train_cfg["log_every"] == 0 or epoch + 1 == epochs
+            full = (epoch + 1) % train.log_every == 0 or epoch + 1 == epochs
             for line in trainer.log_lines(rec, epochs, full):
                 _log(line)
-        every = train_cfg["checkpoint_every"]
+        every = train.checkpoint_every
         if rank == 0 and every and (epoch + 1) % every == 0 and epoch + 1 < epochs:
             save_checkpoint(ckpt_path, {"identity": identity, "epoch": epoch, "metrics": records, "best": best,
                                         "trainer": trainer.state_dict()})

@@ -21,7 +21,6 @@ from sylvie.comm.halo_plan import HaloPlan
 from sylvie.comm.lowbit.format import FULL_PRECISION
 from sylvie.comm.staleness import BoundedStalenessAdaptor
 from sylvie.comm.stats import CommStats
-from sylvie.config import section_defaults
 from sylvie.errors import SylvieError
 from sylvie.models import build_model
 from sylvie.models.blocks import local_block
@@ -43,22 +42,21 @@ class TrainingDiverged(SylvieError):
 
 
 class FullGraphTrainer:
-    """``comm_cfg['bits']`` quantizes the training exchanges of layers >= 1 (Low-bit Module); evaluation
-    exchanges in fp32 and synchronously, so accuracies measure the model, not the wire."""
+    """``comm.bits`` quantizes the training exchanges of layers >= 1 (Low-bit Module); evaluation exchanges in
+    fp32 and synchronously, so accuracies measure the model, not the wire. ``model``, ``train`` and ``comm`` are
+    the config's typed sections; ``seed`` the run's seed."""
 
-    def __init__(self, ctx: Context, shard: Shard, model_cfg: dict, train_cfg: dict, comm_cfg: dict | None = None):
-        self.ctx, self.cfg = ctx, train_cfg
-        self.comm_cfg = {**section_defaults("comm"), **(comm_cfg or {})}
+    def __init__(self, ctx: Context, shard: Shard, model, train, comm, seed: int):
+        self.ctx, self.train_cfg, self.comm, self.seed = ctx, train, comm, seed
         dev = ctx.device
         self.reduce_stats, self.eval_stats = CommStats(), CommStats()
         plan = HaloPlan.build(shard.halo_owner_index, shard.halo_counts().tolist(), shard.num_inner, dev)
-        c = self.comm_cfg
-        self.halo = HaloExchange(plan, CommStats(), c["bits"], train_cfg["seed"], ctx.rank,
-                                 pipelined=c["pipeline"], smoothing=c["smoothing"])
+        self.halo = HaloExchange(plan, CommStats(), comm.bits, seed, ctx.rank, pipelined=comm.pipeline,
+                                 smoothing=comm.smoothing)
         self.adaptor = self._adaptor(start=0)
         self.eval_halo = HaloExchange(plan, self.eval_stats, FULL_PRECISION)
         self.block = local_block(shard.edge_src, shard.edge_dst, shard.num_inner, shard.num_halo, shard.in_degree,
-                                 np.concatenate([shard.out_degree, shard.halo_out_degree]), model_cfg["self_loop"], dev)
+                                 np.concatenate([shard.out_degree, shard.halo_out_degree]), model.self_loop, dev)
         x_inner = torch.tensor(shard.feat, device=dev)  # a copy: shard arrays are read-only Arrow memory
         with torch.no_grad():  # layer-0 halo features: exchanged once, in full precision
             self.x = torch.cat([x_inner, self.eval_halo(x_inner, 0)])
@@ -68,15 +66,14 @@ class FullGraphTrainer:
         self.masks = {s: torch.tensor(getattr(shard, s), device=dev) for s in SPLITS}
         self.train_idx = self.masks["train"].nonzero().squeeze(1)
         self.num_train_global = shard.num_train_global
-        torch.manual_seed(train_cfg["seed"])  # identical initial weights on every rank
-        self.model = build_model(model_cfg, shard.feat.shape[1], shard.num_classes).to(dev)
-        self.opt = torch.optim.Adam(self.model.parameters(), lr=train_cfg["lr"],
-                                    weight_decay=train_cfg["weight_decay"])
+        torch.manual_seed(seed)  # identical initial weights on every rank
+        self.model = build_model(model, shard.feat.shape[1], shard.num_classes).to(dev)
+        self.opt = torch.optim.Adam(self.model.parameters(), lr=train.lr, weight_decay=train.weight_decay)
 
     def _adaptor(self, start: int) -> BoundedStalenessAdaptor:
-        c = self.comm_cfg
-        return BoundedStalenessAdaptor(c["pipeline"] and self.ctx.world > 1, c["staleness"], c["staleness_policy"],
-                                       c["drift_tolerance"], start=start)
+        c = self.comm
+        return BoundedStalenessAdaptor(c.pipeline and self.ctx.world > 1, c.staleness, c.staleness_policy,
+                                       c.drift_tolerance, start=start)
 
     def _all_reduce_gradients(self) -> bool:
         """Sum the weight gradients over the ranks; returns whether they are all finite (the same on every rank)."""
@@ -98,7 +95,7 @@ class FullGraphTrainer:
     def train_step(self, epoch: int) -> float:
         """One full-graph step; returns the global mean training loss."""
         # Dropout masks depend only on (seed, epoch, rank), so a resumed run repeats them exactly.
-        torch.manual_seed(self.cfg["seed"] * 1_000_003 + epoch * self.ctx.world + self.ctx.rank)
+        torch.manual_seed(self.seed * 1_000_003 + epoch * self.ctx.world + self.ctx.rank)
         mode, after = self.adaptor.mode(epoch), self.adaptor.mode(epoch + 1)
         self.halo.begin_round(epoch, fresh=mode.synchronous, keep=not after.synchronous)
         self.model.train()
@@ -109,7 +106,7 @@ class FullGraphTrainer:
         grads_finite = self._all_reduce_gradients()
         loss = float(all_reduce_sum(loss_sum.detach().clone())) / self.num_train_global
         if not (math.isfinite(loss) and grads_finite):  # all-reduced: every rank stops at the same epoch
-            raise TrainingDiverged(epoch, loss, self.cfg["lr"], grads_finite)
+            raise TrainingDiverged(epoch, loss, self.train_cfg.lr, grads_finite)
         self.opt.step()
         return loss
 
@@ -143,9 +140,9 @@ class FullGraphTrainer:
             "epoch_time": train_time, "compute_time": train_time - exposed - halo.codec_seconds, "comm_time": exposed,
             "hidden_comm_time": halo.hidden_seconds, "halo_time": halo.seconds, "codec_time": halo.codec_seconds,
             "allreduce_time": self.reduce_stats.seconds,
-            "bits": self.comm_cfg["bits"], "bytes_sent": halo.bytes_sent, "bytes_received": halo.bytes_received,
+            "bits": self.comm.bits, "bytes_sent": halo.bytes_sent, "bytes_received": halo.bytes_received,
             "fp32_bytes_sent": halo.fp32_bytes_sent, "allreduce_bytes": self.reduce_stats.bytes_sent,
-            "pipeline": self.comm_cfg["pipeline"], "staleness": mode.staleness, "sync_reason": mode.reason,
+            "pipeline": self.comm.pipeline, "staleness": mode.staleness, "sync_reason": mode.reason,
             "drift_features": _finite_or_none(halo.drift_features),
             "drift_gradients": _finite_or_none(halo.drift_gradients),
             "planned": {"epoch": epoch + 2, "synchronous": planned.synchronous, "reason": planned.reason},
@@ -177,7 +174,7 @@ class FullGraphTrainer:
         synchronous."""
         lines = [format_epoch(record, epochs)] if full else []
         planned = record["planned"]
-        if self.comm_cfg["pipeline"] and planned["synchronous"] and planned["epoch"] < epochs:
+        if self.comm.pipeline and planned["synchronous"] and planned["epoch"] < epochs:
             lines.append(f"staleness adaptor: epoch {planned['epoch'] + 1} will be synchronous ({planned['reason']})")
         return lines
 

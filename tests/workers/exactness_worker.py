@@ -3,7 +3,7 @@ import sys
 
 import torch
 
-from sylvie.config import section_defaults
+from sylvie.config import section
 from sylvie.partition.shard_reader import read_manifest, read_shard
 from sylvie.train.distributed import init_distributed, shutdown
 from sylvie.train.trainer import FullGraphTrainer
@@ -11,9 +11,8 @@ from sylvie.train.trainer import FullGraphTrainer
 partition_dir, arch, out = sys.argv[1:4]
 ctx = init_distributed("cpu")
 shard = read_shard(partition_dir, ctx.rank, read_manifest(partition_dir))
-model_cfg = {**section_defaults("model"), "arch": arch, "dropout": 0.0, "self_loop": arch == "gcn"}
-train_cfg = {**section_defaults("train"), "seed": 0}
-trainer = FullGraphTrainer(ctx, shard, model_cfg, train_cfg)
+model = section("model", {"arch": arch, "dropout": 0.0, "self_loop": arch == "gcn"})
+trainer = FullGraphTrainer(ctx, shard, model, section("train"), section("comm"), seed=0)
 init = {k: v.clone() for k, v in trainer.model.state_dict().items()}
 losses, grads = [], []
 for step in range(3):

@@ -5,7 +5,7 @@ import sys
 import torch
 
 from sylvie.comm.halo_wire import BACKWARD
-from sylvie.config import section_defaults
+from sylvie.config import section
 from sylvie.partition.shard_reader import read_manifest, read_shard
 from sylvie.train.distributed import init_distributed, shutdown
 from sylvie.train.trainer import FullGraphTrainer
@@ -13,10 +13,9 @@ from sylvie.train.trainer import FullGraphTrainer
 partition_dir, out, bound, epochs = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 ctx = init_distributed("cpu")
 shard = read_shard(partition_dir, ctx.rank, read_manifest(partition_dir))
-model_cfg = {**section_defaults("model"), "arch": "sage", "layers": 3, "hidden": 8, "self_loop": False}
-train_cfg = {**section_defaults("train"), "seed": 0}
-comm_cfg = {**section_defaults("comm"), "pipeline": True, "staleness": bound}
-trainer = FullGraphTrainer(ctx, shard, model_cfg, train_cfg, comm_cfg)
+model = section("model", {"arch": "sage", "layers": 3, "hidden": 8, "self_loop": False})
+comm = section("comm", {"pipeline": True, "staleness": bound})
+trainer = FullGraphTrainer(ctx, shard, model, section("train"), comm, seed=0)
 halo, plan = trainer.halo, trainer.halo.plan
 record = {"sent": {}, "used": {}, "grad_sent": {}, "grad_used": {}, "modes": []}
 epoch_now = [0]

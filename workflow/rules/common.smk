@@ -2,7 +2,7 @@
 
 
 def run_dirs():
-    return [f"results/{r.name}/seed{s}" for r in RUNS.values() for s in r.train["seeds"]]
+    return [f"results/{r.name}/seed{s}" for r in RUNS.values() for s in r.train.seeds]
 
 
 def partition_dir(run_name):
@@ -16,7 +16,7 @@ def dataset_dir(run_name):
 
 def geometry(run_name):
     """How the run's ranks are placed on Slurm nodes (config `launch`)."""
-    return plan_geometry(RUNS[run_name].partition["parts"], **LAUNCH, where=f"run {run_name} with config launch")
+    return plan_geometry(RUNS[run_name].partition.parts, **LAUNCH, where=f"run {run_name} with config launch")
 
 
 def slurm_resource(name):

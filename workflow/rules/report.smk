@@ -10,7 +10,7 @@ rule report:
         bytes=report("results/report/bytes.png", caption="../report/bytes.rst", category="Speed"),
     params:
         runs=run_dirs(),
-        title=config.get("report", {}).get("title", "Sylvie training report"),
+        title=REPORT["title"],
     log:
         "logs/report.log",
     conda:

@@ -7,11 +7,11 @@ rule train:
     wildcard_constraints:
         seed=r"\d+",
     params:
-        parts=lambda wc: RUNS[wc.run].partition["parts"],
+        parts=lambda wc: RUNS[wc.run].partition.parts,
         model=lambda wc: cli_arguments("model", RUNS[wc.run].model),
         train=lambda wc: cli_arguments("train", RUNS[wc.run].train, skip=("seeds",)),
         comm=lambda wc: cli_arguments("comm", RUNS[wc.run].comm),
-    threads: lambda wc: RUNS[wc.run].partition["parts"]
+    threads: lambda wc: RUNS[wc.run].partition.parts
     resources:
         # Under Slurm: one task (torchrun) per node; `sylvie launch` sruns them itself when there are several.
         nodes=slurm_resource("nodes"),
