@@ -1,7 +1,8 @@
 """Configuration as data: the schema validates it, supplies every default, and defines the CLI flags.
 
 The Snakefile and every ``sylvie <stage>`` read knobs from the same schema
-(``sylvie/schema/config.schema.yaml``, linked from ``workflow/schemas/``), so a default or description lives in one place.
+(``sylvie/schema/config.schema.yaml``, linked from ``workflow/schemas/``), so a default or description lives
+in one place.
 """
 from __future__ import annotations
 
