@@ -29,6 +29,16 @@ def _partition(args) -> None:
     print(format_summary(manifest))
 
 
+def _vip(args) -> None:
+    from sylvie.config import section_from_args
+    from sylvie.vip import write_vip
+
+    out = write_vip(args.partition, args.out, section_from_args(args, "sampling"))
+    expected = ", ".join(f"{p['expected_sampled']:,.0f}" for p in out["parts"])
+    print(f"VIP of {len(out['parts'])} parts (fanouts {out['fanouts']}, batch {out['batch_size']}): expected vertices "
+          f"sampled per minibatch {expected} -> {args.out}")
+
+
 def _train(args) -> None:
     # torchrun gives each rank OMP_NUM_THREADS (1 when it starts several); numba's kernels (Low-bit Module)
     # take the same number, as numba's spinning OpenMP workers would otherwise steal the other ranks' cores.
@@ -114,6 +124,15 @@ def build_parser() -> argparse.ArgumentParser:
     pa.add_argument("--out", required=True, help="output directory (written atomically)")
     add_section_arguments(pa, "partition")
     pa.set_defaults(func=_partition)
+
+    v = sub.add_parser("vip", help="vertex inclusion probabilities per part, for sampled training (SALIENT++)",
+                       description="For every part of a partition: the probability that each vertex is sampled as a "
+                                   "neighbour in a minibatch of that part's training vertices (SALIENT++'s VIP), for "
+                                   "DGL's neighbour sampler. Writes vip-<k>.npy per part and manifest.json.")
+    v.add_argument("partition", help="partition directory written by `sylvie partition`")
+    v.add_argument("--out", required=True, help="output directory (written atomically)")
+    add_section_arguments(v, "sampling")
+    v.set_defaults(func=_vip)
 
     t = sub.add_parser("train", help="train on a partition (one process per part, under torchrun)",
                        description="Full-graph partition-parallel training. Launch one process per part: "

@@ -196,6 +196,8 @@ def add_section_arguments(parser: argparse.ArgumentParser, section: str, skip: t
         kwargs = {"dest": f"{section}.{key}", "default": spec.get("default"), "help": spec.get("description", "")}
         if kind == "boolean":
             group.add_argument(flag, action=argparse.BooleanOptionalAction, **kwargs)
+        elif kind == "array":  # e.g. --fanouts 15 10 5
+            group.add_argument(flag, type=_TYPES[spec["items"]["type"]], nargs="+", metavar=key.upper(), **kwargs)
         else:
             metavar = None if "enum" in spec else key.upper()  # choices show themselves
             group.add_argument(flag, type=_TYPES[kind], choices=spec.get("enum"), metavar=metavar, **kwargs)
@@ -221,6 +223,8 @@ def cli_arguments(section: str, values, skip: tuple[str, ...] = ()) -> str:
         v = values[key]
         if isinstance(v, bool):
             out.append(flag if v else "--no-" + key.replace("_", "-"))
+        elif isinstance(v, list):
+            out += [flag, *map(str, v)]
         else:
             out += [flag, str(v)]
     return shlex.join(out)

@@ -57,8 +57,10 @@ CANONICAL_GRAPH = OutputKind("canonical graph", "sylvie download", "meta.json", 
 # and the temporary files of a write that was killed.
 RUN = OutputKind("run directory", "sylvie train", None, (), r"model\.pt|metrics\.jsonl|eval\.json|train\.lock|"
                  r"node\d+\.log|\..+\.tmp-\w+", subdirs=r"checkpoints")
+VIP = OutputKind("VIP analysis", "sylvie vip", "manifest.json", ("kind", "fanouts", "batch_size", "parts"),
+                 r"manifest\.json|vip-\d+\.npy")
 PARTITION = OutputKind("partition", "sylvie partition", "manifest.json", ("format_version", "parts", "num_parts"),
-                       r"manifest\.json|part-\d+\.arrow")
+                       r"manifest\.json|part-\d+\.arrow|topology\.arrow")
 
 
 def _resolved(path: str | os.PathLike) -> Path:

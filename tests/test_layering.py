@@ -14,7 +14,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "sylvie"
 AREAS = {
     "sylvie.cli": "cli", "sylvie.__main__": "main",
     "sylvie.bench": "bench", "sylvie.launch": "launch", "sylvie.supervise": "launch",
-    "sylvie.evaluate": "evaluate", "sylvie.report": "report", "sylvie.train": "train",
+    "sylvie.evaluate": "evaluate", "sylvie.vip": "vip", "sylvie.report": "report", "sylvie.train": "train",
     "sylvie.features": "features", "sylvie.comm": "comm",
     # the Low-bit kernels and what they share; the package's public encode/decode (its __init__) is comm
     "sylvie.comm.lowbit.format": "kernels", "sylvie.comm.lowbit.scalar": "kernels", "sylvie.comm.lowbit.cpu": "kernels",
@@ -26,11 +26,12 @@ AREAS = {
 # Which areas each area may import (besides itself).
 ALLOWED = {
     "main": {"cli"},
-    "cli": {"bench", "launch", "evaluate", "report", "train", "features", "comm", "kernels", "models", "partition",
-            "data", "base"},
+    "cli": {"bench", "launch", "evaluate", "vip", "report", "train", "features", "comm", "kernels", "models",
+            "partition", "data", "base"},
     "bench": {"launch", "base"},
     "launch": {"base"},
     "evaluate": {"models", "data", "base"},
+    "vip": {"features", "partition", "base"},  # the vip stage: partition in, VIP per part out
     "report": {"base"},
     "train": {"features", "comm", "kernels", "models", "partition", "data", "base"},
     "features": {"comm", "kernels", "base"},

@@ -100,7 +100,7 @@ def test_evaluate_and_train_refuse_to_write_into_their_inputs(cora_dir, cora_par
     assert p.returncode == 2 and "refusing --out" in p.stderr
     p = sylvie("train", "--partition", cora_partitions[1], "--out", cora_partitions[1], "--epochs", "1")
     assert p.returncode == 2 and "refusing --out" in p.stderr
-    assert sorted(f.name for f in cora_partitions[1].iterdir()) == ["manifest.json", "part-0.arrow"]
+    assert sorted(f.name for f in cora_partitions[1].iterdir()) == ["manifest.json", "part-0.arrow", "topology.arrow"]
 
 
 @pytest.mark.slow

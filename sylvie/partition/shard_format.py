@@ -25,6 +25,37 @@ import pyarrow as pa
 FORMAT_VERSION = 2  # 2: manifest.json carries a checksum of its own
 
 
+TOPOLOGY_FILE = "topology.arrow"
+TOPOLOGY_COLUMNS = ("in_indptr", "in_src", "original_id")
+
+
+def topology_schema() -> pa.Schema:
+    """The replicated topology: one row of large lists (one contiguous, memory-mappable buffer each)."""
+    return pa.schema([pa.field(name, pa.large_list(pa.int64())) for name in TOPOLOGY_COLUMNS])
+
+
+@dataclass
+class Topology:
+    """The whole graph's in-edges in the partition's id space: part k owns ids ``part_offsets[k]`` up to
+    ``part_offsets[k + 1]``, in the order of its shard's inner rows, so owner and local row of any node are O(1).
+    ``in_src[in_indptr[v]:in_indptr[v + 1]]`` are the sources of v's in-edges (ascending);
+    ``original_id[v]`` is v's id in the canonical graph. Arrays are read-only views of the memory-mapped file."""
+    in_indptr: np.ndarray
+    in_src: np.ndarray
+    original_id: np.ndarray
+    part_offsets: np.ndarray
+
+    @property
+    def num_nodes(self) -> int:
+        return int(self.in_indptr.shape[0] - 1)
+
+    def owner(self, ids: np.ndarray) -> np.ndarray:
+        return np.searchsorted(self.part_offsets, ids, side="right") - 1
+
+    def local_index(self, ids: np.ndarray) -> np.ndarray:
+        return ids - self.part_offsets[self.owner(ids)]
+
+
 def manifest_checksum(manifest: dict) -> str:
     """sha256 of the manifest's content without its ``checksum`` field (keys sorted, compact JSON)."""
     body = {k: v for k, v in manifest.items() if k != "checksum"}

@@ -14,9 +14,13 @@ from sylvie.partition.shard_format import (
     FORMAT_VERSION,
     INT_COLUMNS,
     MASK_COLUMNS,
+    TOPOLOGY_COLUMNS,
+    TOPOLOGY_FILE,
     Shard,
+    Topology,
     manifest_checksum,
     shard_schema,
+    topology_schema,
 )
 
 _MANIFEST_KEYS = ("num_parts", "num_features", "num_classes", "num_train", "dataset_fingerprint", "parts")
@@ -77,6 +81,30 @@ def read_shard(part_dir: str | Path, part: int, manifest: dict | None = None) ->
                                                                shard.edge_src.max() >= n + shard.num_halo):
         raise SylvieError(f"{path}: local edge ids out of range; rerun `sylvie partition`")
     return shard
+
+
+def read_topology(part_dir: str | Path, manifest: dict | None = None) -> Topology:
+    """The replicated topology of a partition (memory-mapped, checksum verified)."""
+    part_dir = Path(part_dir)
+    manifest = manifest or read_manifest(part_dir)
+    entry = manifest.get("topology")
+    if entry is None:
+        raise SylvieError(f"{part_dir}: has no replicated topology ({TOPOLOGY_FILE}), which sampled training and "
+                          f"`sylvie vip` need; an older `sylvie partition` wrote it: rerun `sylvie partition`")
+    path = part_dir / entry["file"]
+    buf = _verified_bytes(path, entry["sha256"])
+    try:
+        batch = ipc.open_file(buf).get_batch(0)
+    except (pa.ArrowInvalid, OSError, IndexError) as e:
+        raise SylvieError(f"{path}: not a valid topology file ({e}); rerun `sylvie partition`") from e
+    if not batch.schema.equals(topology_schema()):
+        raise SylvieError(f"{path}: schema differs from the topology format; rerun `sylvie partition`")
+    cols = {name: batch.column(name).values.to_numpy(zero_copy_only=False) for name in TOPOLOGY_COLUMNS}
+    topo = Topology(**cols, part_offsets=np.asarray(entry["part_offsets"], dtype=np.int64))
+    if topo.num_nodes != manifest["num_nodes"] or topo.in_src.shape[0] != manifest["num_edges"]:
+        raise SylvieError(f"{path}: {topo.num_nodes} nodes and {topo.in_src.shape[0]} edges, the manifest says "
+                          f"{manifest['num_nodes']} and {manifest['num_edges']}; rerun `sylvie partition`")
+    return topo
 
 
 def _check_counts(path: Path, entry: dict, shard: Shard) -> None:

@@ -13,7 +13,15 @@ from tqdm import tqdm
 from sylvie.atomic import atomic_path
 from sylvie.data.graph import Graph, degrees
 from sylvie.output_dir import PARTITION
-from sylvie.partition.shard_format import FORMAT_VERSION, INT_COLUMNS, MASK_COLUMNS, manifest_checksum, shard_schema
+from sylvie.partition.shard_format import (
+    FORMAT_VERSION,
+    INT_COLUMNS,
+    MASK_COLUMNS,
+    TOPOLOGY_FILE,
+    manifest_checksum,
+    shard_schema,
+    topology_schema,
+)
 
 
 def _sha256(path: Path) -> str:
@@ -63,6 +71,26 @@ def _part_columns(graph, assign, local_of, in_deg, out_deg, part, e_src, e_dst):
     return cols
 
 
+def _topology_columns(graph: Graph, assign: np.ndarray, local_of: np.ndarray, counts: np.ndarray) -> tuple[dict, list]:
+    """The whole graph's in-edges (CSC: per destination its sources) in the partition's id space, where part k
+    owns ids ``part_offsets[k] .. part_offsets[k+1]`` in the order of its shard's inner rows."""
+    part_offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    new_id = part_offsets[assign] + local_of
+    src, dst = new_id[graph.src], new_id[graph.dst]
+    order = np.lexsort((src, dst))  # by destination, sources ascending
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(dst, minlength=graph.num_nodes))]).astype(np.int64)
+    original = np.empty(graph.num_nodes, dtype=np.int64)
+    original[new_id] = np.arange(graph.num_nodes)
+    return {"in_indptr": indptr, "in_src": src[order], "original_id": original}, part_offsets.tolist()
+
+
+def _write_topology(path: Path, columns: dict[str, np.ndarray]) -> None:
+    schema = topology_schema()
+    arrays = [_one_row(columns[field.name], field.type) for field in schema]
+    with ipc.new_file(path, schema) as w:
+        w.write_batch(pa.record_batch(arrays, schema=schema))
+
+
 def write_shards(graph: Graph, assign: np.ndarray, out_dir: str | Path, method: str, seed: int,
                  dataset_fingerprint: str, progress: bool = True, inputs: tuple = ()) -> dict:
     """Write ``part-<k>.arrow`` for every part and ``manifest.json`` into ``out_dir`` atomically; an existing
@@ -90,6 +118,8 @@ def write_shards(graph: Graph, assign: np.ndarray, out_dir: str | Path, method: 
                 "edges": int(len(cols["edge_src"])), "halo_nodes": int(len(cols["halo_global_id"])),
                 "halo_from": np.bincount(cols["halo_owner"], minlength=parts).astype(int).tolist(),
             })
+        topology, part_offsets = _topology_columns(graph, assign, local_of, counts)
+        _write_topology(tmp / TOPOLOGY_FILE, topology)
         manifest = {
             "format_version": FORMAT_VERSION, "dataset": graph.name, "dataset_fingerprint": dataset_fingerprint,
             "method": method, "seed": seed, "num_parts": parts, "num_nodes": n, "num_edges": graph.num_edges,
@@ -97,6 +127,7 @@ def write_shards(graph: Graph, assign: np.ndarray, out_dir: str | Path, method: 
             "num_train": int(graph.train_mask.sum()),
             "edge_cut": int((assign[graph.src] != assign[graph.dst]).sum()),
             "parts": entries,
+            "topology": {"file": TOPOLOGY_FILE, "sha256": _sha256(tmp / TOPOLOGY_FILE), "part_offsets": part_offsets},
         }
         manifest["checksum"] = manifest_checksum(manifest)
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")

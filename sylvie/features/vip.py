@@ -1,0 +1,42 @@
+"""VIP, the vertex inclusion probability of SALIENT++ (Kaler et al., MLSys 2023): for the minibatches of one part,
+the probability that a vertex is sampled as a neighbour at some hop of a minibatch's L-hop neighbourhood.
+
+For part k with training vertices T_k, batch size b and fanouts f_1..f_L (f_1 next to the seeds; DGL's
+``NeighborSampler(fanouts)`` takes them the other way round, ``fanouts[-1]`` next to the seeds):
+
+    p_0(v) = b / |T_k|                 if v in T_k, else 0
+    w_h(u) = min(1, f_h / deg(u))      a given in-neighbour of u is sampled (without replacement)
+    p_h(v) = 1 - prod over the edges v -> u of (1 - w_h(u) * d_{h-1}(u))
+    VIP(v) = 1 - prod_{h=1..L} (1 - p_h(v))
+
+with d_{h-1} = p_{h-1}, SALIENT++'s recurrence (it treats samplers and hops as independent). DGL's sampler lets
+every vertex reached so far sample again (a block's sources include its destinations); using that frontier,
+d_{h-1} = 1 - prod_{i<h} (1 - p_i), was no closer to DGL's measured inclusion frequencies on Cora (mean absolute
+error 0.012 vs 0.009 and 0.0050 vs 0.0054 on two parts), so the published recurrence is kept. Products are sums of
+log1p: one pass over the edges per hop, O(L x edges).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+
+def vertex_inclusion_probability(in_indptr: np.ndarray, in_src: np.ndarray, train_nodes: np.ndarray,
+                                 batch_size: int, fanouts_from_seeds: Sequence[int]) -> np.ndarray:
+    """VIP of every vertex (float64) for minibatches of ``batch_size`` seeds drawn from ``train_nodes``, over the
+    in-edges ``in_src[in_indptr[u]:in_indptr[u + 1]]`` of each u (the edges a sampler of u chooses from)."""
+    n = in_indptr.shape[0] - 1
+    deg = np.diff(in_indptr).astype(np.float64)
+    dst = np.repeat(np.arange(n), np.diff(in_indptr))  # the vertex that samples each edge
+    p = np.zeros(n)
+    if len(train_nodes):
+        p[train_nodes] = min(1.0, batch_size / len(train_nodes))
+    vip_log = np.zeros(n)  # log P(not sampled at any hop)
+    for fanout in fanouts_from_seeds:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            w = np.where(deg > 0, np.minimum(1.0, fanout / deg), 0.0)
+        q = np.minimum(w * p, 1.0 - 1e-15)
+        p = -np.expm1(np.bincount(in_src, weights=np.log1p(-q[dst]), minlength=n))
+        vip_log += np.log1p(-np.minimum(p, 1.0 - 1e-15))
+    return -np.expm1(vip_log)

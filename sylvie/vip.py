@@ -1,0 +1,37 @@
+"""The vip stage (``sylvie vip``): for every part of a partition, the VIP of every vertex (``vip-<k>.npy``,
+float64, in the partition's id space) plus ``manifest.json`` (the sampling setting, the partition it belongs to, a
+sha256 per file). Computed once per partition and sampling setting, reused across seeds and cache sizes."""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from sylvie.atomic import atomic_path
+from sylvie.features.vip import vertex_inclusion_probability
+from sylvie.output_dir import VIP, check_replaceable
+from sylvie.partition.shard_reader import read_manifest, read_shard, read_topology
+
+
+def write_vip(partition_dir: str | Path, out_dir: str | Path, sampling, progress: bool = True) -> dict:
+    """VIP per part for ``sampling`` (the config's typed section: ``fanouts`` in DGL's order, ``batch_size``)."""
+    check_replaceable(out_dir, VIP, inputs=(partition_dir,))
+    manifest = read_manifest(partition_dir)
+    topo = read_topology(partition_dir, manifest)
+    files = []
+    with atomic_path(out_dir, directory=True, kind=VIP, inputs=(partition_dir,)) as tmp:
+        for k in tqdm(range(manifest["num_parts"]), desc="vip", unit="part", disable=not progress):
+            train = topo.part_offsets[k] + np.flatnonzero(read_shard(partition_dir, k, manifest).train)
+            vip = vertex_inclusion_probability(topo.in_indptr, topo.in_src, train, sampling.batch_size,
+                                               list(reversed(sampling.fanouts)))
+            name = f"vip-{k}.npy"
+            np.save(tmp / name, vip)
+            files.append({"part": k, "file": name, "sha256": hashlib.sha256((tmp / name).read_bytes()).hexdigest(),
+                          "expected_sampled": float(vip.sum())})
+        out = {"kind": "vip", "fanouts": list(sampling.fanouts), "batch_size": sampling.batch_size,
+               "partition_checksum": manifest["checksum"], "parts": files}
+        (tmp / "manifest.json").write_text(json.dumps(out, indent=2) + "\n")
+    return out
