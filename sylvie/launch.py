@@ -196,6 +196,9 @@ def launch(g: Geometry, command: list[str], threads: int | None = None, slurm_ta
     status, after repeating the first failing rank's error as the last line."""
     if not command:
         raise SylvieError("launch: no command given; put it after --, e.g. -- sylvie train --partition ...")
+    if not shutil.which(command[0]):
+        raise SylvieError(f"launch: command not found: {command[0]}; give a program on PATH (e.g. sylvie train ...) "
+                          f"or its full path")
     argv = launch_argv(g, command, slurm_task)
     if argv[0] == "srun" and not shutil.which("srun"):
         raise SylvieError("SLURM_JOB_ID is set but srun is not on PATH; load the Slurm module or unset SLURM_JOB_ID")

@@ -74,8 +74,8 @@ def run_supervised(argv: list[str], env: dict, what: str, collect_failures: bool
             elif entry:
                 print(f"sylvie launch: {what} {how}; {describe(entry)}", file=sys.stderr, flush=True)
             elif folder:
-                print(f"sylvie launch: {what} {how}; no rank reported an error (a rank killed by a signal or out "
-                      f"of memory?); see the output above", file=sys.stderr, flush=True)
+                print(f"sylvie launch: {what} {how}; no rank reported an error of its own (one failed to start, was "
+                      f"killed by a signal, or ran out of memory?); see the output above", file=sys.stderr, flush=True)
     finally:
         if folder:
             shutil.rmtree(folder, ignore_errors=True)

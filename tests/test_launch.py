@@ -66,3 +66,10 @@ def test_threads_are_split_among_local_ranks_and_follow_slurm_cpus():
     assert thread_env(g, threads=8, slurm_task=True, env={})["OMP_NUM_THREADS"] == "3"
     step = {"SLURM_JOB_ID": "7", "SLURM_STEP_ID": "0", "SLURM_CPUS_PER_TASK": "12"}  # inside the jobstep's srun -n1
     assert thread_env(plan_geometry(4), threads=4, slurm_task=False, env=step)["OMP_NUM_THREADS"] == "3"
+
+
+def test_a_command_that_does_not_exist_is_a_clear_error():
+    from sylvie.launch import launch
+
+    with pytest.raises(SylvieError, match="command not found: no-such-program-here"):
+        launch(plan_geometry(2), ["no-such-program-here", "--x"])
