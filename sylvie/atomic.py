@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import json
 import math
 import os
@@ -81,6 +82,15 @@ def atomic_path(path: str | os.PathLike, directory: bool = False, kind: OutputKi
         else:
             tmp.unlink(missing_ok=True)
         raise
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    """sha256 of a file's bytes, read in 4 MiB blocks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 22), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def json_safe(obj):

@@ -46,7 +46,7 @@ def start_time(pid: int) -> str | None:
     """When ``pid`` started (field 22 of /proc/PID/stat), None if it is gone or a zombie: tells a process
     from a later one that got the same pid."""
     fields = _stat_fields(pid)
-    return fields[19] if fields is not None and len(fields) > 19 and alive(pid) else None
+    return fields[19] if fields is not None and len(fields) > 19 and fields[0] not in ("Z", "X") else None
 
 
 def training_ranks(run_dir: str | os.PathLike) -> dict[int, int]:

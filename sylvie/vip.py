@@ -3,14 +3,13 @@ float64, in the partition's id space) plus ``manifest.json`` (the sampling setti
 sha256 per file). Computed once per partition and sampling setting, reused across seeds and cache sizes."""
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
 
-from sylvie.atomic import atomic_path
+from sylvie.atomic import atomic_path, file_sha256
 from sylvie.features.vip import vertex_inclusion_probability
 from sylvie.output_dir import VIP, check_replaceable
 from sylvie.partition.shard_reader import read_manifest, read_shard, read_topology
@@ -29,7 +28,7 @@ def write_vip(partition_dir: str | Path, out_dir: str | Path, sampling, progress
                                                list(reversed(sampling.fanouts)))
             name = f"vip-{k}.npy"
             np.save(tmp / name, vip)
-            files.append({"part": k, "file": name, "sha256": hashlib.sha256((tmp / name).read_bytes()).hexdigest(),
+            files.append({"part": k, "file": name, "sha256": file_sha256(tmp / name),
                           "expected_sampled": float(vip.sum())})
         out = {"kind": "vip", "fanouts": list(sampling.fanouts), "batch_size": sampling.batch_size,
                "partition_checksum": manifest["checksum"], "parts": files}

@@ -15,9 +15,9 @@ import signal
 import subprocess
 import threading
 import time
-from pathlib import Path
 
 from sylvie.errors import SylvieError
+from sylvie.process_tree import alive
 
 NODE_IFACE = "sylvie0"
 RATE_PATTERN = re.compile(r"^\d+(\.\d+)?(bit|kbit|mbit|gbit)$")
@@ -115,8 +115,8 @@ class NetnsCluster:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         deadline = time.monotonic() + 10
-        while pids and time.monotonic() < deadline and any(Path(f"/proc/{p}").exists() for p in pids):
-            time.sleep(0.05)  # a killed process leaves /proc once reaped by its parent (or init)
+        while pids and time.monotonic() < deadline and any(alive(p) for p in pids):
+            time.sleep(0.05)
         return pids
 
     def teardown(self) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sylvie.atomic import file_sha256
 from sylvie.data.graph import Graph, remove_self_loops
 from sylvie.data.ogb import network_timeout
 from sylvie.errors import SylvieError
@@ -49,7 +50,7 @@ def _verify_checksums(raw_dir: Path, files: dict[str, Path]) -> None:
     expected = dict(reversed(line.split()) for line in sums.read_text().splitlines() if line.strip())
     for path in files.values():
         want = expected.get(path.name)
-        if want and hashlib.sha256(path.read_bytes()).hexdigest() != want:
+        if want and file_sha256(path) != want:
             raise SylvieError(f"{path}: sha256 does not match {sums}; the raw file is corrupt, restore it "
                               f"(git checkout) or download it again")
 

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from sylvie.features.vip import edge_destinations
+
 POLICIES = ("vip", "simulation", "degree", "halo", "random", "none")
 
 
@@ -58,7 +60,7 @@ def select_cache(policy: str, part: int, part_offsets: np.ndarray, budget: int, 
     if policy == "halo":
         is_train = np.zeros(n, dtype=bool)
         is_train[train_nodes] = True
-        dst = np.repeat(np.arange(n), np.diff(in_indptr))
+        dst = edge_destinations(in_indptr)
         edges_into_train = np.bincount(in_src[is_train[dst]], minlength=n).astype(np.float64)
         return _top(edges_into_train, remote, budget)
     rng = np.random.default_rng(seed)  # random

@@ -22,13 +22,18 @@ from collections.abc import Sequence
 import numpy as np
 
 
+def edge_destinations(in_indptr: np.ndarray) -> np.ndarray:
+    """For in-edges stored by destination (``in_src[in_indptr[u]:in_indptr[u + 1]]``), each edge's destination u."""
+    return np.repeat(np.arange(in_indptr.shape[0] - 1), np.diff(in_indptr))
+
+
 def vertex_inclusion_probability(in_indptr: np.ndarray, in_src: np.ndarray, train_nodes: np.ndarray,
                                  batch_size: int, fanouts_from_seeds: Sequence[int]) -> np.ndarray:
     """VIP of every vertex (float64) for minibatches of ``batch_size`` seeds drawn from ``train_nodes``, over the
     in-edges ``in_src[in_indptr[u]:in_indptr[u + 1]]`` of each u (the edges a sampler of u chooses from)."""
     n = in_indptr.shape[0] - 1
     deg = np.diff(in_indptr).astype(np.float64)
-    dst = np.repeat(np.arange(n), np.diff(in_indptr))  # the vertex that samples each edge
+    dst = edge_destinations(in_indptr)  # the vertex that samples each edge
     p = np.zeros(n)
     if len(train_nodes):
         p[train_nodes] = min(1.0, batch_size / len(train_nodes))

@@ -53,6 +53,19 @@ def _verified_bytes(path: Path, expected_sha256: str) -> pa.Buffer:
     return buf
 
 
+def _verified_batch(path: Path, expected_sha256: str, what: str, schema: pa.Schema) -> pa.RecordBatch:
+    """The one record batch of an Arrow file, after checking its checksum and its schema."""
+    buf = _verified_bytes(path, expected_sha256)
+    try:
+        batch = ipc.open_file(buf).get_batch(0)
+    except (pa.ArrowInvalid, OSError, IndexError) as e:
+        raise SylvieError(f"{path}: not a valid {what} ({e}); rerun `sylvie partition`") from e
+    if not batch.schema.equals(schema):
+        raise SylvieError(f"{path}: schema differs from the {what} format ({batch.schema} vs {schema}); "
+                          f"rerun `sylvie partition`")
+    return batch
+
+
 def read_shard(part_dir: str | Path, part: int, manifest: dict | None = None) -> Shard:
     """Load shard ``part``, verifying checksum and schema first."""
     part_dir = Path(part_dir)
@@ -61,15 +74,7 @@ def read_shard(part_dir: str | Path, part: int, manifest: dict | None = None) ->
         raise SylvieError(f"{part_dir}: no part {part}; the partition has {manifest['num_parts']} parts")
     entry = manifest["parts"][part]
     path = part_dir / entry["file"]
-    buf = _verified_bytes(path, entry["sha256"])
-    try:
-        batch = ipc.open_file(buf).get_batch(0)
-    except (pa.ArrowInvalid, OSError, IndexError) as e:
-        raise SylvieError(f"{path}: not a valid shard ({e}); rerun `sylvie partition`") from e
-    expected = shard_schema(manifest["num_features"])
-    if not batch.schema.equals(expected):
-        raise SylvieError(f"{path}: schema differs from the shard format ({batch.schema} vs {expected}); "
-                          f"rerun `sylvie partition`")
+    batch = _verified_batch(path, entry["sha256"], "shard", shard_schema(manifest["num_features"]))
     cols = {name: batch.column(name).values for name in INT_COLUMNS + MASK_COLUMNS}
     arrays = {name: a.to_numpy(zero_copy_only=False) for name, a in cols.items()}
     feat = batch.column("feat").values.flatten().to_numpy().reshape(-1, manifest["num_features"])
@@ -92,13 +97,7 @@ def read_topology(part_dir: str | Path, manifest: dict | None = None) -> Topolog
         raise SylvieError(f"{part_dir}: has no replicated topology ({TOPOLOGY_FILE}), which sampled training and "
                           f"`sylvie vip` need; an older `sylvie partition` wrote it: rerun `sylvie partition`")
     path = part_dir / entry["file"]
-    buf = _verified_bytes(path, entry["sha256"])
-    try:
-        batch = ipc.open_file(buf).get_batch(0)
-    except (pa.ArrowInvalid, OSError, IndexError) as e:
-        raise SylvieError(f"{path}: not a valid topology file ({e}); rerun `sylvie partition`") from e
-    if not batch.schema.equals(topology_schema()):
-        raise SylvieError(f"{path}: schema differs from the topology format; rerun `sylvie partition`")
+    batch = _verified_batch(path, entry["sha256"], "topology file", topology_schema())
     cols = {name: batch.column(name).values.to_numpy(zero_copy_only=False) for name in TOPOLOGY_COLUMNS}
     topo = Topology(**cols, part_offsets=np.asarray(entry["part_offsets"], dtype=np.int64))
     if topo.num_nodes != manifest["num_nodes"] or topo.in_src.shape[0] != manifest["num_edges"]:

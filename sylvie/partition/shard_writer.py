@@ -1,7 +1,6 @@
 """Cut a canonical graph into per-part Arrow shards plus a manifest, given a node-to-part assignment."""
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
@@ -10,7 +9,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 from tqdm import tqdm
 
-from sylvie.atomic import atomic_path
+from sylvie.atomic import atomic_path, file_sha256
 from sylvie.data.graph import Graph, degrees
 from sylvie.output_dir import PARTITION
 from sylvie.partition.shard_format import (
@@ -22,14 +21,6 @@ from sylvie.partition.shard_format import (
     shard_schema,
     topology_schema,
 )
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 22), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _one_row(values: np.ndarray, typ: pa.DataType) -> pa.Array:
@@ -113,7 +104,7 @@ def write_shards(graph: Graph, assign: np.ndarray, out_dir: str | Path, method: 
             name = f"part-{k}.arrow"
             _write_shard(tmp / name, cols, graph.features.shape[1])
             entries.append({
-                "part": k, "file": name, "sha256": _sha256(tmp / name),
+                "part": k, "file": name, "sha256": file_sha256(tmp / name),
                 "inner_nodes": int(len(cols["global_id"])), "train_nodes": int(cols["train"].sum()),
                 "edges": int(len(cols["edge_src"])), "halo_nodes": int(len(cols["halo_global_id"])),
                 "halo_from": np.bincount(cols["halo_owner"], minlength=parts).astype(int).tolist(),
@@ -127,7 +118,8 @@ def write_shards(graph: Graph, assign: np.ndarray, out_dir: str | Path, method: 
             "num_train": int(graph.train_mask.sum()),
             "edge_cut": int((assign[graph.src] != assign[graph.dst]).sum()),
             "parts": entries,
-            "topology": {"file": TOPOLOGY_FILE, "sha256": _sha256(tmp / TOPOLOGY_FILE), "part_offsets": part_offsets},
+            "topology": {"file": TOPOLOGY_FILE, "sha256": file_sha256(tmp / TOPOLOGY_FILE),
+                         "part_offsets": part_offsets},
         }
         manifest["checksum"] = manifest_checksum(manifest)
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
