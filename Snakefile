@@ -1,4 +1,4 @@
-# Sylvie pipeline: download -> partition -> train (torchrun) -> evaluate -> report.
+# Sylvie pipeline: download -> partition -> [vip, for sampled runs] -> train (torchrun) -> evaluate -> report.
 # Rules only wire inputs, outputs and params; all logic is in the `sylvie` package.
 import os
 
@@ -25,6 +25,7 @@ REPORT = validate(config)["report"]
 include: "workflow/rules/common.smk"
 include: "workflow/rules/download.smk"
 include: "workflow/rules/partition.smk"
+include: "workflow/rules/vip.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/report.smk"

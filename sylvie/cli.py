@@ -33,7 +33,8 @@ def _vip(args) -> None:
     from sylvie.config import section_from_args
     from sylvie.vip import write_vip
 
-    out = write_vip(args.partition, args.out, section_from_args(args, "sampling"))
+    out = write_vip(args.partition, args.out, section_from_args(args, "sampling", skip=("prefetch", "remote_bits")),
+                    progress=args.progress and sys.stderr.isatty())
     expected = ", ".join(f"{p['expected_sampled']:,.0f}" for p in out["parts"])
     print(f"VIP of {len(out['parts'])} parts (fanouts {out['fanouts']}, batch {out['batch_size']}): expected vertices "
           f"sampled per minibatch {expected} -> {args.out}")
@@ -52,7 +53,8 @@ def _train(args) -> None:
     from sylvie.train.run import run_training
 
     run_training(args.partition, args.out, section_from_args(args, "model"),
-                 section_from_args(args, "train", skip=("seeds",)), section_from_args(args, "comm"), args.seed)
+                 section_from_args(args, "train", skip=("seeds",)), section_from_args(args, "comm"), args.seed,
+                 section_from_args(args, "sampling"), section_from_args(args, "cache"), args.vip)
     if "LOCAL_RANK" in os.environ:
         # Under torchrun: outputs are written and closed, the process group is gone. Skip the C++ static
         # destructors at interpreter exit (gloo, libxsmm), which can abort ("terminate called without an
@@ -106,7 +108,8 @@ def _bench_cluster(args) -> None:
 def build_parser() -> argparse.ArgumentParser:
     from sylvie.config import add_section_arguments, top_level_properties
 
-    p = argparse.ArgumentParser(prog="sylvie", description="Distributed full-graph GNN training on partitioned graphs.")
+    p = argparse.ArgumentParser(prog="sylvie", description="Distributed GNN training on partitioned graphs: full-graph "
+                                "(Sylvie) or sampled minibatches (SALIENT++).")
     sub = p.add_subparsers(dest="stage", required=True, metavar="STAGE")
 
     d = sub.add_parser("download", help="get a dataset and write it in canonical (Arrow) form",
@@ -131,18 +134,27 @@ def build_parser() -> argparse.ArgumentParser:
                                    "DGL's neighbour sampler. Writes vip-<k>.npy per part and manifest.json.")
     v.add_argument("partition", help="partition directory written by `sylvie partition`")
     v.add_argument("--out", required=True, help="output directory (written atomically)")
-    add_section_arguments(v, "sampling")
+    v.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
+                   help="show a progress bar on a terminal")
+    add_section_arguments(v, "sampling", skip=("prefetch", "remote_bits"))
     v.set_defaults(func=_vip)
 
     t = sub.add_parser("train", help="train on a partition (one process per part, under torchrun)",
-                       description="Full-graph partition-parallel training. Launch one process per part: "
-                                   "torchrun --standalone --nproc-per-node P --no-python sylvie train ...")
+                       description="Partition-parallel training, full-graph (--mode full: halo exchange per layer, "
+                                   "Sylvie) or on sampled minibatches (--mode sampled: replicated topology, "
+                                   "partitioned features, a cache of remote rows, SALIENT++). Launch one process per "
+                                   "part: torchrun --standalone --nproc-per-node P --no-python sylvie train ...")
     t.add_argument("--partition", required=True, help="partition directory written by `sylvie partition`")
     t.add_argument("--out", required=True, help="run directory: model.pt, metrics.jsonl, checkpoints/")
     t.add_argument("--seed", type=int, default=0, help="seed for weights and dropout (default: 0)")
     add_section_arguments(t, "model")
     add_section_arguments(t, "train", skip=("seeds",))
     add_section_arguments(t, "comm")
+    add_section_arguments(t, "sampling")
+    add_section_arguments(t, "cache")
+    t.add_argument("--vip", metavar="DIR", help="sampled mode: the VIP analysis written by `sylvie vip` for this "
+                                                "partition and sampling setting (needed by --policy vip; orders "
+                                                "the local rows hottest first)")
     t.set_defaults(func=_train)
 
     e = sub.add_parser("evaluate", help="whole-graph inference in full precision; writes eval.json",

@@ -20,7 +20,7 @@ import yaml
 from sylvie.errors import SylvieError
 
 SCHEMA_PATH = Path(__file__).parent / "schema" / "config.schema.yaml"
-SECTIONS = ("partition", "model", "train", "comm")
+SECTIONS = ("partition", "model", "train", "comm", "sampling", "cache")
 
 
 @lru_cache(maxsize=1)
@@ -56,11 +56,31 @@ class Run:
     model: object
     train: object
     comm: object
+    sampling: object
+    cache: object
 
     @property
     def partition_id(self) -> str:
         p = self.partition
         return f"{p.method}-p{p.parts}-s{p.seed}"
+
+    @property
+    def sampled(self) -> bool:
+        return self.train.mode == "sampled"
+
+    @property
+    def vip_id(self) -> str:
+        """The VIP analysis a sampled run needs, named by what shapes it: fanouts and batch size."""
+        s = self.sampling
+        return f"f{'-'.join(map(str, s.fanouts))}-b{s.batch_size}"
+
+
+def check_sampling(model, train, sampling, where: str) -> None:
+    """Sampled training needs one fanout per model layer."""
+    if train.mode == "sampled" and len(sampling.fanouts) != model.layers:
+        raise SylvieError(f"{where}: sampling.fanouts has {len(sampling.fanouts)} entries {list(sampling.fanouts)} "
+                          f"but model.layers is {model.layers}; give one fanout per layer (DGL's order: input layer "
+                          f"first)")
 
 
 def validate(config: dict, where: str = "config") -> dict:
@@ -93,6 +113,7 @@ def resolve_runs(config: dict, where: str = "config") -> dict[str, Run]:
             raise SylvieError(f"{where}: invalid value for 'runs.{name}.dataset': '{dataset}' is not a key of "
                               f"datasets ({', '.join(config['datasets'])}); add it under datasets")
         sections = {s: section(s, merged.get(s, {}), where=f"{where}: runs.{name}.{s}") for s in SECTIONS}
+        check_sampling(sections["model"], sections["train"], sections["sampling"], where=f"{where}: runs.{name}")
         runs[name] = Run(name=name, dataset=dataset, **sections)
     return runs
 

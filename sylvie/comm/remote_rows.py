@@ -1,12 +1,15 @@
 """Rows of vertices other ranks own, fetched on demand: the communication primitive of sampled training.
 
-Vertex ids live in a partition's id space, where rank j owns ``part_offsets[j] .. part_offsets[j + 1]`` and holds
-their rows in that order. ``fetch(ids)`` is collective (every rank calls it, with its own ids, possibly none):
-one all-to-all of counts, one of ids, then the owners answer with one all-to-all of rows through a ``Wire``, in
-fp32 or at a Low-bit width (``bits``: the Sylvie idea applied to fetched features). The rows come back in the
-order of ``ids``.
+Vertex ids live in a partition's id space, where rank j owns ``part_offsets[j] .. part_offsets[j + 1]``.
+``fetch(ids)`` is collective (every rank calls it, with its own ids, possibly none): one all-to-all of counts, one
+of ids, then the owners answer with one all-to-all of rows, in fp32, in fp16 (``bits=16``) or at a Low-bit width
+through a ``Wire`` (``bits`` 1-8: the Sylvie idea applied to fetched features). The rows come back in the order of
+``ids``. A rank may store its own rows in any order (hottest first, say): ``own_index[i]`` is the row of its i-th
+vertex in ``own_rows``.
 """
 from __future__ import annotations
+
+import time
 
 import torch
 
@@ -15,17 +18,20 @@ from sylvie.comm.halo_wire import FORWARD, Wire
 from sylvie.comm.lowbit.format import FULL_PRECISION
 from sylvie.comm.stats import CommStats
 
+HALF_PRECISION = 16
+
 
 class RemoteRows:
     def __init__(self, rank: int, part_offsets, own_rows: torch.Tensor, bits: int = FULL_PRECISION, seed: int = 0,
-                 all_to_all: AllToAll | None = None, stats: CommStats | None = None):
+                 all_to_all: AllToAll | None = None, stats: CommStats | None = None,
+                 own_index: torch.Tensor | None = None):
         self.rank, self.bits, self.seed = rank, bits, seed
         self.part_offsets = torch.as_tensor(part_offsets, dtype=torch.long)
         self.world = len(self.part_offsets) - 1
-        if own_rows.shape[0] != int(self.part_offsets[rank + 1] - self.part_offsets[rank]):
-            raise ValueError(f"rank {rank} holds {own_rows.shape[0]} rows but owns "
-                             f"{int(self.part_offsets[rank + 1] - self.part_offsets[rank])} ids")
-        self.own_rows = own_rows
+        owned = int(self.part_offsets[rank + 1] - self.part_offsets[rank])
+        if own_rows.shape[0] < owned or (own_index is None and own_rows.shape[0] != owned):
+            raise ValueError(f"rank {rank} holds {own_rows.shape[0]} rows but owns {owned} ids")
+        self.own_rows, self.own_index = own_rows, own_index
         self.all_to_all = all_to_all or torch_all_to_all()
         self.stats = stats or CommStats()
         self.calls = 0
@@ -43,13 +49,33 @@ class RemoteRows:
         want = ids[order]
         send_counts = torch.bincount(owners, minlength=self.world)
         recv_counts = torch.empty_like(send_counts)
+        t0 = time.perf_counter()
         self.all_to_all(recv_counts, send_counts, [1] * self.world, [1] * self.world, False)
         asked = torch.empty(int(recv_counts.sum()), dtype=torch.long)
         self.all_to_all(asked, want, recv_counts.tolist(), send_counts.tolist(), False)
-        answer = self.own_rows[asked - self.part_offsets[self.rank]]
-        wire = Wire(self.bits, (self.seed, self.rank, self.calls), 0, self.stats, self.all_to_all)
+        self.stats.add(seconds=time.perf_counter() - t0, sent=8 * want.numel(), received=8 * asked.numel(),
+                       fp32_sent=8 * want.numel())
+        local = asked - self.part_offsets[self.rank]
+        answer = self.own_rows[local if self.own_index is None else self.own_index[local]]
+        got = self._send_rows(answer.contiguous(), recv_counts.tolist(), send_counts.tolist())
         self.calls += 1
-        got = wire.send(answer.contiguous(), recv_counts.tolist(), send_counts.tolist(), FORWARD)
         rows = torch.empty_like(got)
         rows[order] = got
+        return rows
+
+    def _send_rows(self, answer: torch.Tensor, send_counts: list[int], recv_counts: list[int]) -> torch.Tensor:
+        if self.bits != HALF_PRECISION:
+            wire = Wire(self.bits, (self.seed, self.rank, self.calls), 0, self.stats, self.all_to_all)
+            return wire.send(answer, send_counts, recv_counts, FORWARD)
+        dim = answer.shape[1]
+        t0 = time.perf_counter()
+        half = answer.to(torch.float16).view(torch.uint8)  # bytes, so the all-to-all moves any dtype alike
+        recv = torch.empty(sum(recv_counts) * dim * 2, dtype=torch.uint8, device=answer.device)
+        t1 = time.perf_counter()
+        self.all_to_all(recv, half.reshape(-1), [c * dim * 2 for c in recv_counts],
+                        [c * dim * 2 for c in send_counts], False)
+        t2 = time.perf_counter()
+        rows = recv.view(torch.float16).reshape(-1, dim).to(torch.float32)
+        self.stats.add(seconds=t2 - t1, codec_seconds=t1 - t0 + time.perf_counter() - t2, sent=half.numel(),
+                       received=recv.numel(), fp32_sent=answer.numel() * 4)
         return rows

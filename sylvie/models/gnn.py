@@ -3,6 +3,9 @@
 ``forward(block, x, halo)``: ``x`` holds the layer-0 rows of every source node (inner rows first, then
 halo rows); before every later layer the model asks ``halo(inner_rows, layer)`` for the halo rows of
 its current hidden state. With one partition (or the whole graph), ``halo`` returns nothing.
+
+``forward(blocks, x)`` with a list of one block per layer (message flow graphs of a sampled minibatch, as DGL's
+samplers make them): layer i runs on ``blocks[i]``, whose destinations are the first sources of ``blocks[i + 1]``.
 """
 from __future__ import annotations
 
@@ -44,10 +47,21 @@ class GNN(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, block, x: torch.Tensor, halo: HaloFn | None = None) -> torch.Tensor:
-        n_dst = block.num_dst_nodes()
-        weight = gcn_edge_weight(block) if self.arch == "gcn" else None
+        blocks = block if isinstance(block, (list, tuple)) else [block] * len(self.convs)
+        if len(blocks) != len(self.convs):
+            raise ValueError(f"got {len(blocks)} blocks for a model of {len(self.convs)} layers")
+        if isinstance(block, (list, tuple)) and halo is not None:
+            raise ValueError("a list of blocks (a sampled minibatch) carries all its rows; it takes no halo")
+        n_dst = blocks[-1].num_dst_nodes()
+        weights = {}
         h = x
         for i, conv in enumerate(self.convs):
+            block = blocks[i]
+            weight = None
+            if self.arch == "gcn":
+                weight = weights.get(id(block))
+                if weight is None:
+                    weight = weights[id(block)] = gcn_edge_weight(block)
             if i > 0:
                 # Halo rows travel before dropout: each rank drops out its own source rows, and what goes on
                 # the wire is a function of the weights alone, so it changes slowly from epoch to epoch

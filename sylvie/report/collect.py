@@ -17,7 +17,7 @@ class RunOutput:
     evaluation: dict
 
     def series(self, key: str) -> np.ndarray:
-        return np.array([m[key] for m in self.metrics], dtype=float)
+        return np.array([m.get(key) for m in self.metrics], dtype=float)  # missing or null: nan
 
 
 def collect(run_dirs: list[str | Path]) -> dict[str, list[RunOutput]]:
@@ -38,9 +38,11 @@ def summarise(outputs: list[RunOutput]) -> dict:
     val = np.array([o.evaluation["val_acc"] for o in outputs], dtype=float)
 
     def mean_of(key, default=0.0):
-        if key not in outputs[0].metrics[0]:  # metrics written before the key existed
+        if key not in outputs[0].metrics[0]:  # metrics written before the key existed, or of the other regime
             return default
-        return float(np.mean([o.series(key).mean() for o in outputs]))
+        per_run = [o.series(key) for o in outputs]  # null (e.g. no hit rate without remote rows) -> nan
+        values = np.concatenate([v[~np.isnan(v)] for v in per_run])
+        return float(values.mean()) if values.size else default
 
     return {
         "dataset": ev0["dataset"], "parts": ev0["num_parts"], "arch": ev0["model"]["arch"],
@@ -51,12 +53,24 @@ def summarise(outputs: list[RunOutput]) -> dict:
         "bits": int(outputs[0].metrics[0].get("bits", 32)), "mb_sent": mean_of("bytes_sent") / 1e6,
         "compression": mean_of("fp32_bytes_sent", float("nan")) / max(mean_of("bytes_sent"), 1.0),
         "hidden_comm_time": mean_of("hidden_comm_time"), "stale_share": mean_of("staleness"),
-        "exchange": exchange_mode(outputs[0].evaluation.get("comm", {})),
+        "exchange": exchange_mode(outputs[0].evaluation),
+        "regime": "sampled" if "sampling" in ev0 else "full-graph",
+        "rows_per_batch": mean_of("input_rows_per_batch", float("nan")),
+        "cache_hit": mean_of("cache_hit_rate", float("nan")),
+        "rows_local": mean_of("rows_local", float("nan")), "rows_cached": mean_of("rows_cached", float("nan")),
+        "rows_remote": mean_of("rows_remote", float("nan")),
     }
 
 
-def exchange_mode(comm: dict) -> str:
-    """How a run exchanged halo data, in words: sync, pipelined, pipelined K=5, adaptive K=5."""
+def exchange_mode(evaluation: dict) -> str:
+    """How a run moved data, in words: full-graph halo exchange sync, pipelined, pipelined K=5, adaptive K=5; for
+    sampled runs the cache: vip cache α=0.2, no cache."""
+    if "cache" in evaluation:
+        cache = evaluation["cache"]
+        if cache.get("policy") == "none" or not cache.get("alpha"):
+            return "sampled, no cache"
+        return f"sampled, {cache['policy']} cache α={cache['alpha']:g}"
+    comm = evaluation.get("comm", {})
     if not comm.get("pipeline"):
         return "sync"
     k = comm.get("staleness", 0)

@@ -20,17 +20,24 @@ _CAPTIONS = {
     "epoch_time": "Seconds per training epoch, split into computation, encoding/decoding of the halo exchange "
                   "(Low-bit Module) and communication waited on (halo exchange and gradient all-reduce), mean over "
                   "epochs and seeds. The hatched part on top is communication that ran in the background while "
-                  "the rank computed (pipelined runs): it overlaps the computation and is not part of the epoch.",
-    "bytes": "Halo bytes on the wire per training epoch, all ranks together (features forward and gradients "
-             "backward of layers >= 1; comm.bits sets their width).",
+                  "the rank computed (pipelined runs): it overlaps the computation and is not part of the epoch. "
+                  "For sampled runs, communication waited on is the wait for the sampling thread (sampling and row "
+                  "fetching) plus the all-reduce; the hatched part is the thread's work hidden behind computation.",
+    "bytes": "Bytes on the wire per training epoch, all ranks together: full-graph runs send halo rows (features "
+             "forward and gradients backward of layers >= 1; comm.bits sets their width), sampled runs fetch the "
+             "input rows of their minibatches that are neither their own nor cached, and the ids they ask for "
+             "(sampling.remote_bits sets the rows' width).",
+    "rows": "Sampled runs: input rows of all minibatches per epoch, all ranks together, by where they came from: "
+            "the rank's own rows, its cache of remote rows, or their owners over the network.",
 }
 _COLUMNS = [("run", "run", "{}"), ("dataset", "dataset", "{}"), ("parts", "parts", "{}"), ("arch", "model", "{}"),
             ("seeds", "seeds", "{}"), ("test_acc", "test acc", "{:.2%}"), ("test_std", "± std", "{:.2%}"),
             ("val_acc", "val acc", "{:.2%}"), ("epochs", "epochs", "{}"), ("epoch_time", "s/epoch", "{:.4f}"),
             ("comm_time", "comm waited s/epoch", "{:.4f}"), ("hidden_comm_time", "comm hidden s/epoch", "{:.4f}"),
-            ("codec_time", "codec s/epoch", "{:.4f}"), ("exchange", "exchange", "{}"),
+            ("codec_time", "codec s/epoch", "{:.4f}"), ("regime", "regime", "{}"), ("exchange", "exchange", "{}"),
             ("stale_share", "stale epochs", "{:.0%}"),
-            ("bits", "bits", "{}"), ("mb_sent", "MB sent/epoch", "{:.3f}"), ("compression", "vs fp32", "{:.1f}x")]
+            ("bits", "bits", "{}"), ("mb_sent", "MB sent/epoch", "{:.3f}"), ("compression", "vs fp32", "{:.1f}x"),
+            ("rows_per_batch", "input rows/batch", "{:.0f}"), ("cache_hit", "cache hits", "{:.0%}")]
 
 
 def _fmt(fmt: str, v) -> str:

@@ -11,7 +11,7 @@ import numpy as np  # noqa: E402
 
 from sylvie.report.collect import RunOutput, summarise  # noqa: E402
 
-PLOTS = ("loss", "accuracy", "epoch_time", "bytes")
+PLOTS = ("loss", "accuracy", "epoch_time", "bytes", "rows")
 
 
 def _mean_curve(outputs: list[RunOutput], key: str) -> np.ndarray:
@@ -58,6 +58,14 @@ def _bars(runs, columns, ylabel, path, scale=1.0, overlay=None):
     plt.close(fig)
 
 
+def _empty(path, text):
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.text(0.5, 0.5, text, ha="center", va="center")
+    ax.set_axis_off()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def write_plots(runs: dict[str, list[RunOutput]], out_dir: Path) -> dict[str, Path]:
     """Write every plot into ``out_dir``; returns plot name -> file."""
     paths = {name: out_dir / f"{name}.png" for name in PLOTS}
@@ -65,5 +73,11 @@ def write_plots(runs: dict[str, list[RunOutput]], out_dir: Path) -> dict[str, Pa
     _curves(runs, [("val_acc", "-"), ("test_acc", "--")], "accuracy (mean over seeds)", paths["accuracy"])
     _bars(runs, [("compute_time", "compute"), ("codec_time", "encode/decode"), ("comm_time", "communication")],
           "seconds per epoch", paths["epoch_time"], overlay=("hidden_comm_time", "communication hidden (overlapped)"))
-    _bars(runs, [("mb_sent", "halo bytes on the wire, all ranks")], "MB per epoch", paths["bytes"])
+    _bars(runs, [("mb_sent", "bytes on the wire, all ranks")], "MB per epoch", paths["bytes"])
+    sampled = {name: o for name, o in runs.items() if summarise(o)["regime"] == "sampled"}
+    if sampled:
+        _bars(sampled, [("rows_local", "own rows"), ("rows_cached", "cached rows"),
+                        ("rows_remote", "fetched from owners")], "input rows per epoch, all ranks", paths["rows"])
+    else:
+        _empty(paths["rows"], "no sampled runs")
     return paths

@@ -15,11 +15,14 @@ from sylvie.atomic import atomic_path
 from sylvie.config import resumable_keys
 
 
-def run_identity(model_cfg: dict, train_cfg: dict, comm_cfg: dict, manifest: dict) -> dict:
-    """What a checkpoint must match to be resumed (flat: ``section.key`` -> value)."""
+def run_identity(model_cfg: dict, train_cfg: dict, comm_cfg: dict, manifest: dict,
+                 extra: dict[str, dict] | None = None) -> dict:
+    """What a checkpoint must match to be resumed (flat: ``section.key`` -> value); ``extra``: more sections
+    (sampling, cache)."""
     ident = {f"model.{k}": v for k, v in model_cfg.items()}
     ident.update({f"train.{k}": v for k, v in train_cfg.items() if k not in resumable_keys("train")})
-    ident.update({f"comm.{k}": v for k, v in comm_cfg.items()})
+    for name, cfg in {"comm": comm_cfg, **(extra or {})}.items():
+        ident.update({f"{name}.{k}": v for k, v in cfg.items() if k not in resumable_keys(name)})
     ident.update({
         "partition.dataset_fingerprint": manifest["dataset_fingerprint"],
         "partition.method": manifest.get("method"), "partition.seed": manifest.get("seed"),

@@ -1,5 +1,5 @@
-"""What the run loop (``train/run.py``) asks of a trainer: the full-graph trainer (Sylvie) now, the sampled
-trainer (SALIENT++) next. The loop never reaches inside a trainer; a trainer never writes files."""
+"""What the run loop (``train/run.py``) asks of a trainer: the full-graph trainer (Sylvie) and the sampled
+trainer (SALIENT++). The loop never reaches inside a trainer; a trainer never writes files."""
 from __future__ import annotations
 
 from typing import Protocol
@@ -25,3 +25,6 @@ class Trainer(Protocol):
 
     def log_lines(self, record: dict, epochs: int, full: bool) -> list[str]:
         """Rank 0's log lines for this epoch; the one-line epoch summary when ``full``."""
+
+    def close(self) -> None:
+        """Release what the trainer runs in the background (the sampling thread); called once, last."""

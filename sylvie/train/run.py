@@ -10,15 +10,17 @@ import torch
 from tqdm import tqdm
 
 from sylvie.atomic import atomic_path, write_jsonl
-from sylvie.config import as_dict
+from sylvie.config import as_dict, check_sampling, section
 from sylvie.errors import SylvieError
+from sylvie.features.vip import read_vip
 from sylvie.output_dir import RUN, check_replaceable
-from sylvie.partition.shard_reader import read_manifest, read_shard
+from sylvie.partition.shard_reader import read_manifest, read_shard, read_topology
 from sylvie.train.checkpoint import load_checkpoint, run_identity, save_checkpoint
 from sylvie.train.distributed import init_distributed, shutdown
 from sylvie.train.peer_watchdog import PeerWatchdog, collective_timeout
 from sylvie.train.protocol import Trainer
 from sylvie.train.run_lock import RunLock
+from sylvie.train.sampled_trainer import SampledTrainer
 from sylvie.train.trainer import FullGraphTrainer
 
 
@@ -26,25 +28,42 @@ def _log(msg: str) -> None:
     tqdm.write(msg, file=sys.stderr)
 
 
-def run_training(partition_dir: str | Path, out_dir: str | Path, model, train, comm, seed: int) -> dict | None:
+def run_training(partition_dir: str | Path, out_dir: str | Path, model, train, comm, seed: int, sampling=None,
+                 cache=None, vip_dir: str | Path | None = None) -> dict | None:
     """Train on the partition under ``partition_dir`` with the config's typed ``model``, ``train`` and ``comm``
-    sections and ``seed``; rank 0 writes ``model.pt`` and ``metrics.jsonl``.
+    sections and ``seed``; rank 0 writes ``model.pt`` and ``metrics.jsonl``. ``train.mode`` sampled also reads
+    ``sampling`` and ``cache`` (defaults if None) and the VIP analysis in ``vip_dir`` (``sylvie vip``; needed by
+    the vip cache policy, and orders the local rows).
 
     Rank 0 holds ``out_dir/train.lock`` for the whole run. Checkpoints go to ``out_dir/checkpoints/last.pt``
     every ``checkpoint_every`` epochs; a restart of the same run resumes from there.
     """
     out_dir = Path(out_dir)
-    check_replaceable(out_dir, RUN, inputs=(partition_dir,))  # a run directory, or one to become it
+    sampled = train.mode == "sampled"
+    sampling, cache = section("sampling", sampling), section("cache", cache)
+    check_sampling(model, train, sampling, where="sylvie train")
+    inputs = (partition_dir,) + ((vip_dir,) if vip_dir else ())
+    check_replaceable(out_dir, RUN, inputs=inputs)  # a run directory, or one to become it
     manifest = read_manifest(partition_dir)
+    topology = read_topology(partition_dir, manifest) if sampled else None  # before anything starts: a clear error
+    if sampled and vip_dir is None and cache.policy == "vip" and cache.alpha > 0:
+        raise SylvieError("cache.policy vip needs the VIP analysis: pass --vip DIR, written by `sylvie vip "
+                          f"{partition_dir} --out DIR`, or choose another cache.policy")
     with contextlib.ExitStack() as stack:
         if int(os.environ.get("RANK", 0)) == 0:  # before joining the others: a second run fails at once
             stack.enter_context(RunLock(out_dir))
-        return _train_locked(partition_dir, out_dir, manifest, model, train, comm, seed)
+        return _train_locked(partition_dir, out_dir, manifest, model, train, comm, seed,
+                             (sampling, cache, topology, vip_dir) if sampled else None)
 
 
-def _train_locked(partition_dir, out_dir: Path, manifest: dict, model, train, comm, seed: int) -> dict | None:
+def _train_locked(partition_dir, out_dir: Path, manifest: dict, model, train, comm, seed: int,
+                  sampled) -> dict | None:
     # as the files record them (model.pt, eval.json, the checkpoint's identity): plain dicts, the run's seed in train
     model_cfg, comm_cfg = as_dict(model), as_dict(comm)
+    # a sampled run is shaped by its sampling and cache; the halo exchange settings of full-graph training do not apply
+    extra = {"sampling": as_dict(sampled[0]), "cache": as_dict(sampled[1])} if sampled else {}
+    if sampled:
+        comm_cfg = {}
     train_cfg = {**{k: v for k, v in as_dict(train).items() if k != "seeds"}, "seed": seed}
     # The watchdog names a silent peer after `timeout`; the backend's own timeout, a little later, is the backstop
     # for a collective that hangs while every peer still beats.
@@ -56,15 +75,27 @@ def _train_locked(partition_dir, out_dir: Path, manifest: dict, model, train, co
             raise SylvieError(f"{partition_dir} has {manifest['num_parts']} parts but {ctx.world} ranks were started; "
                               f"launch with torchrun --nproc-per-node {manifest['num_parts']}")
         watchdog.start()
-        trainer: Trainer = FullGraphTrainer(ctx, read_shard(partition_dir, ctx.rank, manifest), model, train, comm,
-                                            seed)
-        summary = _run_epochs(trainer, ctx.rank, out_dir, train, run_identity(model_cfg, train_cfg, comm_cfg, manifest))
+        shard = read_shard(partition_dir, ctx.rank, manifest)
+        if sampled:
+            sampling, cache, topology, vip_dir = sampled
+            vip = read_vip(vip_dir, ctx.rank, manifest["checksum"], sampling.fanouts, sampling.batch_size) \
+                if vip_dir else None
+            trainer: Trainer = SampledTrainer(ctx, shard, topology, model, train, sampling, cache, seed, vip,
+                                              timeout=collective_timeout(train.timeout) * 2)
+        else:
+            trainer = FullGraphTrainer(ctx, shard, model, train, comm, seed)
+        try:
+            summary = _run_epochs(trainer, ctx.rank, out_dir, train,
+                                  run_identity(model_cfg, train_cfg, comm_cfg, manifest, extra))
+        finally:
+            trainer.close()
         if ctx.rank == 0:
             best, records = summary.pop("best"), summary.pop("records")
             summary = {**summary, **trainer.summary(), "num_parts": ctx.world}
             with atomic_path(out_dir / "model.pt") as tmp:
                 torch.save({"model": best["model"], "model_cfg": model_cfg, "train_cfg": train_cfg,
-                            "comm_cfg": comm_cfg, "in_feats": manifest["num_features"],
+                            "comm_cfg": comm_cfg, **{f"{k}_cfg": v for k, v in extra.items()},
+                            "in_feats": manifest["num_features"],
                             "num_classes": manifest["num_classes"],
                             "dataset_fingerprint": manifest["dataset_fingerprint"], "summary": summary}, tmp)
             write_jsonl(out_dir / "metrics.jsonl", records)

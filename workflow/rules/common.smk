@@ -10,6 +10,32 @@ def partition_dir(run_name):
     return f"data/partitions/{r.dataset}/{r.partition_id}"
 
 
+def vip_dir(run_name):
+    r = RUNS[run_name]
+    return f"data/vip/{r.dataset}/{r.partition_id}/{r.vip_id}"
+
+
+def train_inputs(wc):
+    """The partition; for a sampled run also its VIP analysis (computed once per partition and sampling setting)."""
+    inputs = {"partition": partition_dir(wc.run)}
+    if RUNS[wc.run].sampled:
+        inputs["vip"] = vip_dir(wc.run)
+    return inputs
+
+
+def train_options(run_name):
+    """The flags of `sylvie train` for a run. A full-graph run gets no sampling or cache flags (nor --mode), so that
+    changing those settings reruns only the sampled runs."""
+    r = RUNS[run_name]
+    flags = [cli_arguments("model", r.model), cli_arguments("comm", r.comm)]
+    if r.sampled:
+        flags += [cli_arguments("train", r.train, skip=("seeds",)), cli_arguments("sampling", r.sampling),
+                  cli_arguments("cache", r.cache), f"--vip {vip_dir(run_name)}"]
+    else:
+        flags.append(cli_arguments("train", r.train, skip=("seeds", "mode")))
+    return " ".join(flags)
+
+
 def dataset_dir(run_name):
     return f"data/datasets/{RUNS[run_name].dataset}"
 

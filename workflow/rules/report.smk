@@ -8,6 +8,7 @@ rule report:
         accuracy=report("results/report/accuracy.png", caption="../report/accuracy.rst", category="Training"),
         epoch_time=report("results/report/epoch_time.png", caption="../report/epoch_time.rst", category="Speed"),
         bytes=report("results/report/bytes.png", caption="../report/bytes.rst", category="Speed"),
+        rows=report("results/report/rows.png", caption="../report/rows.rst", category="Speed"),
     params:
         runs=run_dirs(),
         title=REPORT["title"],

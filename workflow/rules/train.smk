@@ -1,6 +1,6 @@
 rule train:
     input:
-        lambda wc: partition_dir(wc.run),
+        unpack(train_inputs),
     output:
         model="results/{run}/seed{seed}/model.pt",
         metrics="results/{run}/seed{seed}/metrics.jsonl",
@@ -8,9 +8,7 @@ rule train:
         seed=r"\d+",
     params:
         parts=lambda wc: RUNS[wc.run].partition.parts,
-        model=lambda wc: cli_arguments("model", RUNS[wc.run].model),
-        train=lambda wc: cli_arguments("train", RUNS[wc.run].train, skip=("seeds",)),
-        comm=lambda wc: cli_arguments("comm", RUNS[wc.run].comm),
+        options=lambda wc: train_options(wc.run),
     threads: lambda wc: RUNS[wc.run].partition.parts
     resources:
         # Under Slurm: one task (torchrun) per node; `sylvie launch` sruns them itself when there are several.
@@ -33,5 +31,5 @@ rule train:
         # shell: if it is killed, the training stops instead of running on as an orphan.
         "sylvie launch --watch-pid $PPID --ranks {params.parts} --nodes {resources.nodes} --gpus-per-node {resources.gpus_per_node} "
         "--cpus-per-rank {resources.cpus_per_rank} --threads {threads} -- "
-        "sylvie train --partition {input} --out results/{wildcards.run}/seed{wildcards.seed} "
-        "--seed {wildcards.seed} {params.model} {params.train} {params.comm} --no-progress > {log} 2>&1"
+        "sylvie train --partition {input.partition} --out results/{wildcards.run}/seed{wildcards.seed} "
+        "--seed {wildcards.seed} {params.options} --no-progress > {log} 2>&1"

@@ -1,0 +1,1 @@
+"""Minibatches of sampled neighbourhoods over the replicated topology (sampled training, SALIENT++)."""

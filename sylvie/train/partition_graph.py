@@ -1,0 +1,50 @@
+"""A rank's part of the whole graph, for full-neighbourhood passes: the full-graph trainer trains on it, and both
+trainers evaluate on it (sampled training validates with full neighbourhoods, as DGL's and PyG's users do).
+
+Its block has the rank's inner rows as destinations and inner + 1-hop halo rows as sources, with global degrees;
+the layer-0 features of the halo rows are exchanged once, in fp32, at set-up; later layers' halo rows come from a
+``HaloExchange`` (fp32 and synchronous for evaluation, so accuracies measure the model, not the wire).
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from sylvie.comm.halo_exchange import HaloExchange
+from sylvie.comm.halo_plan import HaloPlan
+from sylvie.comm.lowbit.format import FULL_PRECISION
+from sylvie.comm.stats import CommStats
+from sylvie.models.blocks import local_block
+from sylvie.partition.shard_format import Shard
+from sylvie.train.distributed import Context, all_reduce_sum
+
+SPLITS = ("train", "val", "test")
+
+
+class PartitionGraph:
+    def __init__(self, ctx: Context, shard: Shard, self_loop: bool):
+        self.ctx = ctx
+        dev = ctx.device
+        self.plan = HaloPlan.build(shard.halo_owner_index, shard.halo_counts().tolist(), shard.num_inner, dev)
+        self.eval_stats = CommStats()
+        self.eval_halo = HaloExchange(self.plan, self.eval_stats, FULL_PRECISION)
+        self.block = local_block(shard.edge_src, shard.edge_dst, shard.num_inner, shard.num_halo, shard.in_degree,
+                                 np.concatenate([shard.out_degree, shard.halo_out_degree]), self_loop, dev)
+        x_inner = torch.tensor(shard.feat, device=dev)  # a copy: shard arrays are read-only Arrow memory
+        with torch.no_grad():  # layer-0 halo features: exchanged once, in full precision
+            self.x = torch.cat([x_inner, self.eval_halo(x_inner, 0)])
+        setup = torch.tensor([float(self.eval_stats.bytes_sent)], dtype=torch.float64, device=dev)
+        self.setup_bytes = int(all_reduce_sum(setup).item())  # all ranks together
+        self.labels = torch.tensor(shard.label, device=dev)
+        self.masks = {s: torch.tensor(getattr(shard, s), device=dev) for s in SPLITS}
+
+    @torch.no_grad()
+    def accuracy(self, model) -> dict[str, float]:
+        """Accuracy on the train / val / test nodes of all ranks (eval mode: no dropout), full neighbourhoods."""
+        model.eval()
+        pred = model(self.block, self.x, self.eval_halo).argmax(1)
+        right = pred == self.labels
+        counts = torch.tensor([[float((right & self.masks[s]).sum()), float(self.masks[s].sum())] for s in SPLITS],
+                              dtype=torch.float64)
+        counts = all_reduce_sum(counts.to(self.ctx.device)).cpu()
+        return {f"{s}_acc": float(c / t) if t > 0 else float("nan") for s, (c, t) in zip(SPLITS, counts.tolist())}
