@@ -61,7 +61,7 @@ class GNN(nn.Module):
             if self.arch == "gcn":
                 weight = weights.get(id(block))
                 if weight is None:
-                    weight = weights[id(block)] = gcn_edge_weight(block)
+                    weight = weights[id(block)] = gcn_edge_weight(block, x.dtype)
             if i > 0:
                 # Halo rows travel before dropout: each rank drops out its own source rows, and what goes on
                 # the wire is a function of the weights alone, so it changes slowly from epoch to epoch

@@ -9,9 +9,9 @@ from __future__ import annotations
 import torch
 
 
-def gcn_edge_weight(block) -> torch.Tensor:
+def gcn_edge_weight(block, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """w(u->v) = out_degree(u)^-1/2 * in_degree(v)^-1/2, degrees clamped to >= 1 (as DGL's GraphConv)."""
     src, dst = block.edges()
-    out_norm = block.srcdata["out_degree"].clamp(min=1).to(torch.float32).pow(-0.5)
-    in_norm = block.dstdata["in_degree"].clamp(min=1).to(torch.float32).pow(-0.5)
+    out_norm = block.srcdata["out_degree"].clamp(min=1).to(dtype).pow(-0.5)
+    in_norm = block.dstdata["in_degree"].clamp(min=1).to(dtype).pow(-0.5)
     return out_norm[src] * in_norm[dst]

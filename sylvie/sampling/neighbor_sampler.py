@@ -44,6 +44,12 @@ def graph_for_sampling(in_indptr: np.ndarray, in_src: np.ndarray, self_loop: boo
                          num_nodes=n)
 
 
+def sample_in_this_thread_only() -> None:
+    """Make DGL sample with the calling thread alone (its OpenMP threads: 1, for this thread only): with several,
+    DGL's sampling draws differently from run to run whatever the seed (measured with DGL 1.1.3)."""
+    dgl.utils.set_num_threads(1)
+
+
 def batch_sizes(num_seeds: int, iterations: int) -> np.ndarray:
     """Seeds per minibatch when ``num_seeds`` are split into ``iterations`` batches as evenly as can be."""
     return np.array([len(b) for b in np.array_split(np.arange(num_seeds), iterations)], dtype=np.int64)

@@ -4,10 +4,10 @@ computes.
 One worker thread serves the whole run and runs every job in the order submitted: the sampling of every
 minibatch (and the simulation cache policy's pre-sampling) happens in that one thread, whatever ``prefetch`` is.
 That is what makes sampling reproducible: DGL seeds each thread's generator from the seed and the thread's number
-in the process, so a given seed draws the same neighbourhoods only in the same thread of a process (measured with
-DGL 1.1.3; with several OpenMP threads per rank DGL's sampling is not reproducible even in one thread). Its
-collectives (the row fetches) go to a process group of their own, so they never interleave with the main
-thread's gradient all-reduce.
+in the process, so a given seed draws the same neighbourhoods only in the same thread of a process, and only
+when that thread samples without OpenMP workers (measured with DGL 1.1.3): the thread samples alone, while the
+main thread keeps its threads for the model. Its collectives (the row fetches) go to a process group of their own,
+so they never interleave with the main thread's gradient all-reduce.
 
 ``pipeline.map(produce, n)`` yields ``produce(0) .. produce(n - 1)`` in order, keeping ``depth`` items ahead of
 the consumer (0: each one produced when asked). The time the consumer waits is counted in ``waited``. Every wait
@@ -24,10 +24,11 @@ from sylvie.errors import SylvieError
 
 
 class SamplingPipeline:
-    def __init__(self, depth: int, timeout: float):
+    def __init__(self, depth: int, timeout: float, initializer: Callable[[], None] | None = None):
         self.depth, self.timeout = depth, timeout
         self.waited = 0.0
-        self._worker = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="sylvie-sampler")
+        self._worker = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="sylvie-sampler",
+                                                             initializer=initializer)
 
     def _result(self, future: concurrent.futures.Future, what: str):
         t0 = time.perf_counter()

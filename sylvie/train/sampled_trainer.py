@@ -33,6 +33,7 @@ from sylvie.sampling.neighbor_sampler import (
     batch_sizes,
     graph_for_sampling,
     iterations_per_epoch,
+    sample_in_this_thread_only,
     simulated_access_counts,
 )
 from sylvie.train.distributed import Context, all_reduce_sum
@@ -64,7 +65,7 @@ class SampledTrainer:
         self.num_train_global = int(counts.sum())
         self.sampler = NeighborSampler(graph_for_sampling(topology.in_indptr, topology.in_src, model.self_loop),
                                        sampling.fanouts, train_ids, self.iterations, seed, rank)
-        self.pipeline = SamplingPipeline(sampling.prefetch, timeout)
+        self.pipeline = SamplingPipeline(sampling.prefetch, timeout, initializer=sample_in_this_thread_only)
         # the sampling thread's collectives get a process group of their own
         group = dist.new_group(backend="gloo") if dist.is_initialized() and world > 1 else None
         t0 = time.perf_counter()
