@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 from conftest import BIN, copy_repo, run
 
+from sylvie.atomic import read_jsonl
+
 
 def scheduled_jobs(repo):
     """Rule name -> count from a dry run's job table."""
@@ -26,9 +28,10 @@ def test_default_pipeline_writes_report(finished_pipeline):
     report = finished_pipeline / "results" / "report" / "report.html"
     html = report.read_text()
     for run_name in ("gcn-p4", "sage-p4", "gcn-p4-1bit", "sage-p4-1bit", "gcn-p4-1bit-pipe-k5", "gcn-p4-1bit-adaptive",
-                     "gcn-p1"):
+                     "gcn-p1", "sage-p4-sampled-vip0.2", "sage-p4-sampled-nocache", "sage-p4-sampled-nocache-1bit"):
         assert run_name in html
-    assert html.count("data:image/png;base64,") == 4
+    assert html.count("data:image/png;base64,") == 5
+    assert "sampled, vip cache α=0.2" in html and "sampled, no cache" in html and "cache hits" in html
 
 
 @pytest.mark.e2e
@@ -106,7 +109,7 @@ def test_learning_rate_change_reruns_train_evaluate_report_only(finished_pipelin
         cfg.write_text(original.replace("lr: 0.01,", "lr: 0.02,"))
         jobs = scheduled_jobs(finished_pipeline)
         assert set(jobs) == {"train", "evaluate", "report", "all"}, jobs
-        assert jobs["train"] == 19  # 6 runs x 3 seeds + the 1-partition reference
+        assert jobs["train"] == 28  # 6 full-graph and 3 sampled runs x 3 seeds + the 1-partition reference
     finally:
         cfg.write_text(original)
 
@@ -119,6 +122,54 @@ def test_partition_count_change_reruns_from_partition(finished_pipeline):
         cfg.write_text(original.replace("parts: 4,", "parts: 2,"))
         jobs = scheduled_jobs(finished_pipeline)
         assert "download" not in jobs
-        assert jobs.get("partition") == 1 and jobs.get("train") == 18, jobs  # gcn-p1 keeps its partition and runs
+        assert jobs.get("partition") == 1 and jobs.get("vip") == 1, jobs
+        assert jobs.get("train") == 27, jobs  # gcn-p1 keeps its partition and runs
+    finally:
+        cfg.write_text(original)
+
+
+@pytest.mark.e2e
+def test_sampled_graphsage_reaches_full_graph_accuracy(finished_pipeline):
+    """SALIENT++ on Cora, 4 parts, seeds 0-2: mean test accuracy >= 78% and within 1.5 points of full-graph
+    GraphSAGE with the same seeds; 1-bit remote rows within 1.0 point of fp32 remote rows (both without a cache,
+    so every remote row crosses the wire)."""
+    full, sampled = _test_accs(finished_pipeline, "sage-p4"), _test_accs(finished_pipeline, "sage-p4-sampled-vip0.2")
+    fp32, onebit = (_test_accs(finished_pipeline, "sage-p4-sampled-nocache"),
+                    _test_accs(finished_pipeline, "sage-p4-sampled-nocache-1bit"))
+    print(f"Cora sage, 4 parts: full-graph {full} mean {np.mean(full):.4f}; sampled (VIP cache 0.2) {sampled} mean "
+          f"{np.mean(sampled):.4f}; no cache fp32 {fp32} mean {np.mean(fp32):.4f}, 1-bit {onebit} mean "
+          f"{np.mean(onebit):.4f}")
+    assert np.mean(sampled) >= 0.78 and abs(np.mean(sampled) - np.mean(full)) <= 0.015
+    assert abs(np.mean(onebit) - np.mean(fp32)) <= 0.010
+
+
+def _records(repo, run_name, seed=0):
+    return read_jsonl(repo / f"results/{run_name}/seed{seed}/metrics.jsonl")
+
+
+@pytest.mark.e2e
+def test_the_vip_cache_changes_where_rows_come_from_not_the_losses(finished_pipeline):
+    cached, uncached = (_records(finished_pipeline, "sage-p4-sampled-vip0.2"),
+                        _records(finished_pipeline, "sage-p4-sampled-nocache"))
+    assert [r["loss"] for r in cached] == [r["loss"] for r in uncached]
+    remote = [sum(r["rows_remote"] for r in recs) for recs in (cached, uncached)]
+    assert remote[0] < 0.5 * remote[1], remote
+    onebit = _records(finished_pipeline, "sage-p4-sampled-nocache-1bit")
+    assert onebit[-1]["bytes_sent"] < uncached[-1]["bytes_sent"] / 4  # 1433 features: 180 code bytes vs 5,732
+
+
+@pytest.mark.e2e
+def test_cache_changes_rerun_train_onward_and_fanout_changes_rerun_vip_onward(finished_pipeline):
+    cfg = finished_pipeline / "config" / "config.yaml"
+    original = cfg.read_text()
+    try:
+        cfg.write_text(original.replace("cache: {policy: vip, alpha: 0.2}", "cache: {policy: vip, alpha: 0.5}"))
+        jobs = scheduled_jobs(finished_pipeline)
+        assert jobs == {"train": 3, "evaluate": 3, "report": 1, "all": 1}, jobs  # the one run's 3 seeds
+        cfg.write_text(original.replace("cache: {policy: vip, alpha: 0.2}", "cache: {policy: degree, alpha: 0.2}"))
+        assert scheduled_jobs(finished_pipeline) == {"train": 3, "evaluate": 3, "report": 1, "all": 1}
+        cfg.write_text(original.replace("  model: {arch: gcn,", "  sampling: {fanouts: [15, 5]}\n  model: {arch: gcn,"))
+        jobs = scheduled_jobs(finished_pipeline)
+        assert jobs == {"vip": 1, "train": 9, "evaluate": 9, "report": 1, "all": 1}, jobs  # the sampled runs only
     finally:
         cfg.write_text(original)

@@ -49,11 +49,15 @@ def run_training(partition_dir: str | Path, out_dir: str | Path, model, train, c
     if sampled and vip_dir is None and cache.policy == "vip" and cache.alpha > 0:
         raise SylvieError("cache.policy vip needs the VIP analysis: pass --vip DIR, written by `sylvie vip "
                           f"{partition_dir} --out DIR`, or choose another cache.policy")
+    vip = None
+    if sampled and vip_dir:  # each rank its own part's, checked before any rank waits for another
+        vip = read_vip(vip_dir, int(os.environ.get("RANK", 0)), manifest["checksum"], sampling.fanouts,
+                       sampling.batch_size)
     with contextlib.ExitStack() as stack:
         if int(os.environ.get("RANK", 0)) == 0:  # before joining the others: a second run fails at once
             stack.enter_context(RunLock(out_dir))
         return _train_locked(partition_dir, out_dir, manifest, model, train, comm, seed,
-                             (sampling, cache, topology, vip_dir) if sampled else None)
+                             (sampling, cache, topology, vip) if sampled else None)
 
 
 def _train_locked(partition_dir, out_dir: Path, manifest: dict, model, train, comm, seed: int,
@@ -77,9 +81,7 @@ def _train_locked(partition_dir, out_dir: Path, manifest: dict, model, train, co
         watchdog.start()
         shard = read_shard(partition_dir, ctx.rank, manifest)
         if sampled:
-            sampling, cache, topology, vip_dir = sampled
-            vip = read_vip(vip_dir, ctx.rank, manifest["checksum"], sampling.fanouts, sampling.batch_size) \
-                if vip_dir else None
+            sampling, cache, topology, vip = sampled
             trainer: Trainer = SampledTrainer(ctx, shard, topology, model, train, sampling, cache, seed, vip,
                                               timeout=collective_timeout(train.timeout) * 2)
         else:

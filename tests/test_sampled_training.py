@@ -1,0 +1,107 @@
+"""Sampled training under torchrun on Cora (4 parts): the cache changes only where rows come from, a resumed run
+continues exactly, and bad input is refused before anything is written."""
+import json
+import shutil
+
+import pytest
+from conftest import BIN, run, torchrun
+
+from sylvie.atomic import read_jsonl
+
+pytestmark = pytest.mark.slow
+SAMPLED = ["--mode", "sampled", "--arch", "sage", "--no-self-loop", "--fanouts", "10", "10", "--batch-size", "16",
+           "--log-every", "1", "--seed", "0", "--no-progress"]
+
+
+@pytest.fixture(scope="module")
+def vip_dir(cora_partitions, tmp_path_factory):
+    out = tmp_path_factory.mktemp("vip") / "f10-10-b16"
+    run([str(BIN / "sylvie"), "vip", str(cora_partitions[4]), "--out", str(out), "--fanouts", "10", "10",
+         "--batch-size", "16"])
+    return out
+
+
+def _train(part_dir, out, *args):
+    return torchrun(4, "--no-python", "sylvie", "train", "--partition", part_dir, "--out", out, *SAMPLED, *args)
+
+
+def test_the_cache_changes_only_where_rows_come_from(cora_partitions, vip_dir, tmp_path):
+    """Same seed: no cache, a VIP cache of 1 x N / 4 rows, every row everywhere (alpha 3, no prefetch) and the
+    simulation policy give identical losses and accuracies; only the rows' sources differ."""
+    settings = {"none": ["--alpha", "0"], "vip1": ["--alpha", "1"], "all": ["--alpha", "3", "--prefetch", "0"],
+                "sim1": ["--alpha", "1", "--policy", "simulation"]}
+    records = {}
+    for name, extra in settings.items():
+        _train(cora_partitions[4], tmp_path / name, "--epochs", "6", "--vip", vip_dir, *extra)
+        records[name] = read_jsonl(tmp_path / name / "metrics.jsonl")
+    base = records["none"]
+    assert base[0]["minibatches"] == 3  # 35 or 36 training vertices per part, 16 per batch
+    for name, recs in records.items():
+        assert [r["loss"] for r in recs] == [r["loss"] for r in base], name
+        assert [r["val_acc"] for r in recs] == [r["val_acc"] for r in base], name
+        assert [r["rows_local"] + r["rows_cached"] + r["rows_remote"] for r in recs] == \
+               [r["rows_local"] + r["rows_cached"] + r["rows_remote"] for r in base]
+    assert all(r["rows_cached"] == 0 and r["rows_remote"] > 0 for r in base)
+    assert all(r["rows_remote"] == 0 and r["cache_hit_rate"] == 1.0 for r in records["all"])
+    assert sum(r["rows_remote"] for r in records["vip1"]) < 0.2 * sum(r["rows_remote"] for r in base)
+    summary = json.loads((tmp_path / "vip1" / "metrics.jsonl").read_text().splitlines()[0])
+    for key in ("sample_time", "fetch_time", "fetch_wait_time", "compute_time", "allreduce_time", "remote_bytes",
+                "input_rows_per_batch"):
+        assert key in summary
+
+
+def test_a_resumed_sampled_run_continues_exactly(cora_partitions, vip_dir, tmp_path):
+    """A run stopped after a checkpoint at epoch 4 and continued to 10 draws the same minibatches (new processes,
+    new sampling threads) and reaches the same losses as a run of 10 epochs straight."""
+    args = ["--vip", vip_dir, "--alpha", "0.2", "--checkpoint-every", "4"]
+    out = tmp_path / "resumed"
+    _train(cora_partitions[4], out, "--epochs", "6", *args)
+    resumed = _train(cora_partitions[4], out, "--epochs", "10", *args)
+    assert "resuming from" in resumed.stderr and "after epoch 4" in resumed.stderr
+    _train(cora_partitions[4], tmp_path / "straight", "--epochs", "10", *args)
+    a, b = read_jsonl(out / "metrics.jsonl"), read_jsonl(tmp_path / "straight" / "metrics.jsonl")
+    assert [r["epoch"] for r in a] == list(range(10))
+    assert [r["loss"] for r in a] == [r["loss"] for r in b]
+    changed = _train(cora_partitions[4], out, "--epochs", "10", *args[:-2], "--alpha", "0.5", "--checkpoint-every",
+                     "4", "--policy", "degree")
+    assert "starting afresh" in changed.stderr and "cache.alpha changed (0.2 -> 0.5)" in changed.stderr
+
+
+def _train_alone(args, tmp_path):
+    """`sylvie train` outside torchrun: the checks that need no peers come first."""
+    out = tmp_path / "out"
+    p = run([str(BIN / "sylvie"), "train", "--out", str(out), *map(str, args)], check=False)
+    assert p.returncode != 0 and not out.exists(), p.stderr
+    return p.stderr.strip().splitlines()[-1]
+
+
+def test_bad_input_is_refused_before_anything_is_written(cora_partitions, vip_dir, tmp_path):
+    part = cora_partitions[4]
+    last = _train_alone(["--partition", part, *SAMPLED, "--fanouts", "10"], tmp_path)
+    assert "sampling.fanouts has 1 entries [10] but model.layers is 2" in last
+    last = _train_alone(["--partition", part, *SAMPLED, "--alpha", "0.2"], tmp_path)
+    assert "cache.policy vip needs the VIP analysis: pass --vip DIR" in last
+    last = _train_alone(["--partition", part, *SAMPLED, "--alpha", "-1"], tmp_path)
+    assert "'alpha'" in last and "minimum" in last
+    last = _train_alone(["--partition", part, *SAMPLED, "--batch-size", "0"], tmp_path)
+    assert "'batch_size'" in last
+
+    old = tmp_path / "old-partition"  # written before partitions carried the topology
+    shutil.copytree(part, old)
+    from sylvie.partition.shard_format import manifest_checksum
+    m = json.loads((old / "manifest.json").read_text())
+    del m["topology"]
+    m["checksum"] = manifest_checksum(m)
+    (old / "manifest.json").write_text(json.dumps(m))
+    (old / "topology.arrow").unlink()
+    last = _train_alone(["--partition", old, *SAMPLED], tmp_path)
+    assert "has no replicated topology" in last and "rerun `sylvie partition`" in last
+
+
+def test_a_vip_analysis_of_another_setting_is_refused(cora_partitions, vip_dir, tmp_path):
+    out = tmp_path / "run"
+    p = run([str(BIN / "sylvie"), "launch", "--ranks", "4", "--", "sylvie", "train", "--partition",
+             str(cora_partitions[4]), "--out", str(out), *SAMPLED, "--batch-size", "32", "--vip", str(vip_dir),
+             "--alpha", "0.2", "--epochs", "2"], check=False)
+    assert p.returncode != 0 and not (out / "model.pt").exists()
+    assert "not sampling.fanouts [10, 10] and sampling.batch_size 32" in p.stderr.strip().splitlines()[-1]
