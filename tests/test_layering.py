@@ -15,7 +15,7 @@ AREAS = {
     "sylvie.cli": "cli", "sylvie.__main__": "main",
     "sylvie.bench": "bench", "sylvie.launch": "launch", "sylvie.supervise": "launch",
     "sylvie.evaluate": "evaluate", "sylvie.vip": "vip", "sylvie.report": "report", "sylvie.train": "train",
-    "sylvie.features": "features", "sylvie.sampling": "sampling", "sylvie.comm": "comm",
+    "sylvie.features": "features", "sylvie.comm": "comm",
     # the Low-bit kernels and what they share; the package's public encode/decode (its __init__) is comm
     "sylvie.comm.lowbit.format": "kernels", "sylvie.comm.lowbit.scalar": "kernels", "sylvie.comm.lowbit.cpu": "kernels",
     "sylvie.comm.lowbit.cuda": "kernels", "sylvie.models": "models",
@@ -26,15 +26,14 @@ AREAS = {
 # Which areas each area may import (besides itself).
 ALLOWED = {
     "main": {"cli"},
-    "cli": {"bench", "launch", "evaluate", "vip", "report", "train", "features", "sampling", "comm", "kernels",
-            "models", "partition", "data", "base"},
+    "cli": {"bench", "launch", "evaluate", "vip", "report", "train", "features", "comm", "kernels", "models",
+            "partition", "data", "base"},
     "bench": {"launch", "base"},
     "launch": {"base"},
     "evaluate": {"models", "data", "base"},
     "vip": {"features", "partition", "base"},  # the vip stage: partition in, VIP per part out
     "report": {"base"},
-    "train": {"features", "sampling", "comm", "kernels", "models", "partition", "data", "base"},
-    "sampling": {"base"},  # DGL's sampler over topology arrays
+    "train": {"features", "comm", "kernels", "models", "partition", "data", "base"},
     "features": {"comm", "kernels", "base"},
     "comm": {"kernels", "base"},
     "kernels": set(),

@@ -15,7 +15,7 @@ from sylvie.features.vip import vertex_inclusion_probability
 from sylvie.models.blocks import whole_graph_block
 from sylvie.models.gnn import GNN
 from sylvie.partition.shard_reader import read_shard, read_topology
-from sylvie.sampling.neighbor_sampler import (
+from sylvie.train.neighbor_sampler import (
     NeighborSampler,
     graph_for_sampling,
     iterations_per_epoch,

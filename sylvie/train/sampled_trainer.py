@@ -28,7 +28,9 @@ from sylvie.features.cache_policy import cache_budget, local_order, select_cache
 from sylvie.features.rank_features import GatherCounts, RankFeatures
 from sylvie.models import build_model
 from sylvie.partition.shard_format import Shard, Topology
-from sylvie.sampling.neighbor_sampler import (
+from sylvie.train.distributed import Context, all_reduce_sum
+from sylvie.train.metrics import format_epoch
+from sylvie.train.neighbor_sampler import (
     NeighborSampler,
     batch_sizes,
     graph_for_sampling,
@@ -36,8 +38,6 @@ from sylvie.sampling.neighbor_sampler import (
     sample_in_this_thread_only,
     simulated_access_counts,
 )
-from sylvie.train.distributed import Context, all_reduce_sum
-from sylvie.train.metrics import format_epoch
 from sylvie.train.partition_graph import SPLITS, PartitionGraph
 from sylvie.train.prefetch import SamplingPipeline
 from sylvie.train.step import TrainingDiverged, all_reduce_gradients

@@ -1,1 +1,0 @@
-"""Minibatches of sampled neighbourhoods over the replicated topology (sampled training, SALIENT++)."""
