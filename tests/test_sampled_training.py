@@ -26,9 +26,9 @@ def _train(part_dir, out, *args):
 
 
 def test_the_cache_changes_only_where_rows_come_from(cora_partitions, vip_dir, tmp_path):
-    """Same seed: no cache, a VIP cache of 1 x N / 4 rows, every row everywhere (alpha 3, no prefetch) and the
+    """Same seed: no cache, a VIP cache of 1 x N / 4 rows, every row everywhere (alpha 4, no prefetch) and the
     simulation policy give identical losses and accuracies; only the rows' sources differ."""
-    settings = {"none": ["--alpha", "0"], "vip1": ["--alpha", "1"], "all": ["--alpha", "3", "--prefetch", "0"],
+    settings = {"none": ["--alpha", "0"], "vip1": ["--alpha", "1"], "all": ["--alpha", "4", "--prefetch", "0"],
                 "sim1": ["--alpha", "1", "--policy", "simulation"]}
     records = {}
     for name, extra in settings.items():
