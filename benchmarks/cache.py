@@ -23,14 +23,13 @@ from pathlib import Path
 import numpy as np
 
 from sylvie.features.cache_policy import cache_budget, select_cache
-from sylvie.features.vip import vertex_inclusion_probability
+from sylvie.features.vip import iterations_per_epoch, vertex_inclusion_probability
 from sylvie.partition.shard_reader import read_manifest, read_shard, read_topology
 from sylvie.train.neighbor_sampler import (
     PRESAMPLING,
     TRAINING,
     NeighborSampler,
     graph_for_sampling,
-    iterations_per_epoch,
     sample_in_this_thread_only,
 )
 

@@ -11,14 +11,13 @@ from sylvie.config import resolve_runs
 from sylvie.errors import SylvieError
 from sylvie.features.cache_policy import POLICIES, cache_budget, local_order, select_cache
 from sylvie.features.rank_features import RankFeatures
-from sylvie.features.vip import vertex_inclusion_probability
+from sylvie.features.vip import iterations_per_epoch, vertex_inclusion_probability
 from sylvie.models.blocks import whole_graph_block
 from sylvie.models.gnn import GNN
 from sylvie.partition.shard_reader import read_shard, read_topology
 from sylvie.train.neighbor_sampler import (
     NeighborSampler,
     graph_for_sampling,
-    iterations_per_epoch,
     simulated_access_counts,
 )
 from sylvie.train.prefetch import SamplingPipeline
@@ -144,6 +143,9 @@ def test_the_sampling_thread_keeps_order_and_depth_and_reports_errors():
     for i, item in enumerate(pipeline.map(produce, 6)):
         seen.append(item)
         assert max(started) <= i + 2  # never more than `depth` ahead of the consumer
+        if i == 0:
+            __import__("time").sleep(0.3)  # while the consumer computes, the thread works ahead
+            assert started == [0, 1, 2]
     assert seen == [i * i for i in range(6)]
 
     def failing(i):

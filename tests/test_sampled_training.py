@@ -52,8 +52,9 @@ def test_the_cache_changes_only_where_rows_come_from(cora_partitions, vip_dir, t
 
 def test_a_resumed_sampled_run_continues_exactly(cora_partitions, vip_dir, tmp_path):
     """A run stopped after a checkpoint at epoch 4 and continued to 10 draws the same minibatches (new processes,
-    new sampling threads) and reaches the same losses as a run of 10 epochs straight."""
-    args = ["--vip", vip_dir, "--alpha", "0.2", "--checkpoint-every", "4"]
+    new sampling threads) and rounds its 1-bit remote rows the same way, so it reaches the same losses as a run of
+    10 epochs straight."""
+    args = ["--vip", vip_dir, "--remote-bits", "1", "--alpha", "0.2", "--checkpoint-every", "4"]
     out = tmp_path / "resumed"
     _train(cora_partitions[4], out, "--epochs", "6", *args)
     resumed = _train(cora_partitions[4], out, "--epochs", "10", *args)

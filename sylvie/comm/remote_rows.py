@@ -5,7 +5,9 @@ Vertex ids live in a partition's id space, where rank j owns ``part_offsets[j] .
 of ids, then the owners answer with one all-to-all of rows, in fp32, in fp16 (``bits=16``) or at a Low-bit width
 through a ``Wire`` (``bits`` 1-8: the Sylvie idea applied to fetched features). The rows come back in the order of
 ``ids``. A rank may store its own rows in any order (hottest first, say): ``own_index[i]`` is the row of its i-th
-vertex in ``own_rows``.
+vertex in ``own_rows``. Low-bit rounding is random: ``key`` (e.g. epoch and minibatch) names the fetch's random
+stream, so a resumed run rounds as the uninterrupted one did. With one rank there is nothing to fetch and no
+collective is called.
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from sylvie.comm.collective import AllToAll, torch_all_to_all
 from sylvie.comm.halo_wire import FORWARD, Wire
 from sylvie.comm.lowbit.format import FULL_PRECISION
 from sylvie.comm.stats import CommStats
+from sylvie.errors import SylvieError
 
 HALF_PRECISION = 16
 
@@ -39,12 +42,20 @@ class RemoteRows:
     def owner(self, ids: torch.Tensor) -> torch.Tensor:
         return torch.searchsorted(self.part_offsets, ids, right=True) - 1
 
-    def fetch(self, ids: torch.Tensor) -> torch.Tensor:
-        """The rows of ``ids`` (int64, any owners), in that order."""
+    def _own(self, local: torch.Tensor) -> torch.Tensor:
+        return self.own_rows[local if self.own_index is None else self.own_index[local]]
+
+    def fetch(self, ids: torch.Tensor, key: tuple[int, ...] | None = None) -> torch.Tensor:
+        """The rows of ``ids`` (int64, any owners), in that order; ``key``: the random stream of Low-bit rounding
+        (default: the number of earlier fetches)."""
         ids = ids.to(torch.long)
         owners = self.owner(ids)
         if ids.numel() and (owners.min() < 0 or owners.max() >= self.world):
             raise ValueError(f"ids outside [0, {int(self.part_offsets[-1])})")
+        key = (self.seed, self.rank, *(key if key is not None else (self.calls,)))
+        self.calls += 1
+        if self.world == 1:
+            return self._own(ids - self.part_offsets[0]).clone()
         order = torch.argsort(owners, stable=True)
         want = ids[order]
         send_counts = torch.bincount(owners, minlength=self.world)
@@ -55,21 +66,24 @@ class RemoteRows:
         self.all_to_all(asked, want, recv_counts.tolist(), send_counts.tolist(), False)
         self.stats.add(seconds=time.perf_counter() - t0, sent=8 * want.numel(), received=8 * asked.numel(),
                        fp32_sent=8 * want.numel())
-        local = asked - self.part_offsets[self.rank]
-        answer = self.own_rows[local if self.own_index is None else self.own_index[local]]
-        got = self._send_rows(answer.contiguous(), recv_counts.tolist(), send_counts.tolist())
-        self.calls += 1
+        answer = self._own(asked - self.part_offsets[self.rank])
+        got = self._send_rows(answer.contiguous(), recv_counts.tolist(), send_counts.tolist(), key)
         rows = torch.empty_like(got)
         rows[order] = got
         return rows
 
-    def _send_rows(self, answer: torch.Tensor, send_counts: list[int], recv_counts: list[int]) -> torch.Tensor:
+    def _send_rows(self, answer: torch.Tensor, send_counts: list[int], recv_counts: list[int],
+                   key: tuple[int, ...]) -> torch.Tensor:
         if self.bits != HALF_PRECISION:
-            wire = Wire(self.bits, (self.seed, self.rank, self.calls), 0, self.stats, self.all_to_all)
+            wire = Wire(self.bits, key, 0, self.stats, self.all_to_all)
             return wire.send(answer, send_counts, recv_counts, FORWARD)
         dim = answer.shape[1]
         t0 = time.perf_counter()
-        half = answer.to(torch.float16).view(torch.uint8)  # bytes, so the all-to-all moves any dtype alike
+        half = answer.to(torch.float16)
+        if answer.numel() and not bool(torch.isfinite(half).all()) and bool(torch.isfinite(answer).all()):
+            raise SylvieError(f"rank {self.rank}: feature values beyond fp16's range (|x| > 65504) cannot travel at "
+                              f"sampling.remote_bits 16; use 32, or a Low-bit width (scaled per row)")
+        half = half.view(torch.uint8)  # bytes, so the all-to-all moves any dtype alike
         recv = torch.empty(sum(recv_counts) * dim * 2, dtype=torch.uint8, device=answer.device)
         t1 = time.perf_counter()
         self.all_to_all(recv, half.reshape(-1), [c * dim * 2 for c in recv_counts],

@@ -60,14 +60,15 @@ class RankFeatures:
     def dim(self) -> int:
         return self.table.shape[1]
 
-    def gather(self, ids: torch.Tensor) -> tuple[torch.Tensor, GatherCounts]:
-        """The rows of ``ids`` in that order, and how many came from own rows, the cache and the owners."""
+    def gather(self, ids: torch.Tensor, key: tuple[int, ...] | None = None) -> tuple[torch.Tensor, GatherCounts]:
+        """The rows of ``ids`` in that order, and how many came from own rows, the cache and the owners; ``key``
+        names the random stream of Low-bit remote rows (``RemoteRows.fetch``)."""
         ids = ids.to(torch.long)
         slots = self.slot[ids].to(torch.long)
         held = slots >= 0
         rows = torch.empty(ids.shape[0], self.dim, dtype=self.table.dtype)
         rows[held] = self.table[slots[held]]
         missing = ~held
-        rows[missing] = self.remote.fetch(ids[missing])
+        rows[missing] = self.remote.fetch(ids[missing], key)
         own = int((held & (slots < self.num_own)).sum())
         return rows, GatherCounts(own, int(held.sum()) - own, int(missing.sum()))

@@ -31,8 +31,16 @@ def edge_destinations(in_indptr: np.ndarray) -> np.ndarray:
     return np.repeat(np.arange(in_indptr.shape[0] - 1), np.diff(in_indptr))
 
 
+def iterations_per_epoch(train_counts, batch_size: int) -> int:
+    """Minibatches per epoch, the same for every part: enough for the part with the most training vertices at
+    ``batch_size``. The sampled trainer cuts each part's training vertices evenly into that many minibatches, so a
+    part's minibatches hold ``len(train) / iterations`` seeds (at most ``batch_size``): the batch size its VIP is
+    for."""
+    return max(1, -(-int(max(train_counts)) // batch_size))
+
+
 def vertex_inclusion_probability(in_indptr: np.ndarray, in_src: np.ndarray, train_nodes: np.ndarray,
-                                 batch_size: int, fanouts_from_seeds: Sequence[int]) -> np.ndarray:
+                                 batch_size: float, fanouts_from_seeds: Sequence[int]) -> np.ndarray:
     """VIP of every vertex (float64) for minibatches of ``batch_size`` seeds drawn from ``train_nodes``, over the
     in-edges ``in_src[in_indptr[u]:in_indptr[u + 1]]`` of each u (the edges a sampler of u chooses from)."""
     n = in_indptr.shape[0] - 1

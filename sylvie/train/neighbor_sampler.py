@@ -8,8 +8,9 @@ DGL's order (the first for the input layer). Each block carries the degrees GCN 
 (``srcdata['out_degree']``, ``dstdata['in_degree']``) of the sampled block itself, as DGL's ``GraphConv`` uses on
 MFGs.
 
-Sampling is reproducible: the RNG is seeded per minibatch from (seed, epoch, rank, iteration), so a resumed run and
-a run with another cache draw the same neighbourhoods, whichever thread samples them.
+The RNG is seeded per minibatch from (seed, epoch, rank, iteration), so a resumed run and a run with another cache
+draw the same neighbourhoods, as long as the same thread of the process does all the sampling with one OpenMP
+thread (``sample_in_this_thread_only``; the trainer's sampling thread, ``train/prefetch.py``).
 """
 from __future__ import annotations
 
@@ -53,11 +54,6 @@ def sample_in_this_thread_only() -> None:
 def batch_sizes(num_seeds: int, iterations: int) -> np.ndarray:
     """Seeds per minibatch when ``num_seeds`` are split into ``iterations`` batches as evenly as can be."""
     return np.array([len(b) for b in np.array_split(np.arange(num_seeds), iterations)], dtype=np.int64)
-
-
-def iterations_per_epoch(train_counts, batch_size: int) -> int:
-    """Minibatches per epoch, the same on every rank: enough for the rank with the most training vertices."""
-    return max(1, -(-int(max(train_counts)) // batch_size))
 
 
 def sampling_seed(*parts: int) -> int:

@@ -10,12 +10,14 @@ main thread keeps its threads for the model. Its collectives (the row fetches) g
 so they never interleave with the main thread's gradient all-reduce.
 
 ``pipeline.map(produce, n)`` yields ``produce(0) .. produce(n - 1)`` in order, keeping ``depth`` items ahead of
-the consumer (0: each one produced when asked). The time the consumer waits is counted in ``waited``. Every wait
-is bounded by ``timeout``; an error in the thread is raised in the consumer.
+the consumer (0: each one produced when asked). The time the consumer waits is counted in ``waited``. A wait for
+work that involves peers is bounded by ``timeout``; an error in the thread is raised in the consumer.
 """
 from __future__ import annotations
 
 import concurrent.futures
+import queue
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -24,24 +26,50 @@ from sylvie.errors import SylvieError
 
 
 class SamplingPipeline:
-    def __init__(self, depth: int, timeout: float, initializer: Callable[[], None] | None = None):
+    def __init__(self, depth: int, timeout: float | None, initializer: Callable[[], None] | None = None):
         self.depth, self.timeout = depth, timeout
         self.waited = 0.0
-        self._worker = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="sylvie-sampler",
-                                                             initializer=initializer)
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        # a daemon: a worker stuck in a collective with a failed peer never keeps the process from exiting
+        self._thread = threading.Thread(target=self._serve, args=(initializer,), name="sylvie-sampler", daemon=True)
+        self._thread.start()
 
-    def _result(self, future: concurrent.futures.Future, what: str):
+    def _serve(self, initializer: Callable[[], None] | None) -> None:
+        failed = None
+        try:
+            if initializer is not None:
+                initializer()
+        except BaseException as e:  # every job reports it
+            failed = e
+        while (job := self._jobs.get()) is not None:
+            future, fn, args = job
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                if failed is not None:
+                    raise failed
+                future.set_result(fn(*args))
+            except BaseException as e:  # raised in the consumer
+                future.set_exception(e)
+
+    def _submit(self, fn: Callable, *args) -> concurrent.futures.Future:
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        self._jobs.put((future, fn, args))
+        return future
+
+    def _result(self, future: concurrent.futures.Future, what: str, timeout: float | None):
         t0 = time.perf_counter()
         try:
-            return future.result(timeout=self.timeout)
+            return future.result(timeout=timeout)
         except concurrent.futures.TimeoutError:
-            raise SylvieError(f"the sampling thread delivered no {what} in {self.timeout:.0f} s") from None
+            raise SylvieError(f"the sampling thread delivered no {what} in {timeout:.0f} s") from None
         finally:
             self.waited += time.perf_counter() - t0
 
-    def run(self, job: Callable[[], object], what: str = "result"):
-        """Run ``job`` in the sampling thread and wait for it."""
-        return self._result(self._worker.submit(job), what)
+    def run(self, job: Callable[[], object], what: str = "result", local: bool = False):
+        """Run ``job`` in the sampling thread and wait for it; ``local``: it waits for no peer (its own time is
+        the work's, so no timeout applies)."""
+        return self._result(self._submit(job), what, None if local else self.timeout)
 
     def map(self, produce: Callable[[int], object], n: int, what: str = "minibatch") -> Iterator:
         pending: deque = deque()
@@ -49,12 +77,13 @@ class SamplingPipeline:
         try:
             for i in range(n):
                 while submitted < min(n, i + 1 + self.depth):
-                    pending.append(self._worker.submit(produce, submitted))
+                    pending.append(self._submit(produce, submitted))
                     submitted += 1
-                yield self._result(pending.popleft(), f"{what} {i + 1} of {n}")
+                yield self._result(pending.popleft(), f"{what} {i + 1} of {n}", self.timeout)
         finally:
             for f in pending:  # an early stop (an error): drop what is not running yet
                 f.cancel()
 
     def close(self) -> None:
-        self._worker.shutdown(wait=False, cancel_futures=True)
+        """The thread ends after the job it runs (if any); it is not waited for."""
+        self._jobs.put(None)

@@ -83,7 +83,7 @@ def _train_locked(partition_dir, out_dir: Path, manifest: dict, model, train, co
         if sampled:
             sampling, cache, topology, vip = sampled
             trainer: Trainer = SampledTrainer(ctx, shard, topology, model, train, sampling, cache, seed, vip,
-                                              timeout=collective_timeout(train.timeout) * 2)
+                                              timeout=collective_timeout(train.timeout))
         else:
             trainer = FullGraphTrainer(ctx, shard, model, train, comm, seed)
         try:

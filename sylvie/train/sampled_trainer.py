@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import math
 import time
+from datetime import timedelta
 
 import numpy as np
 import torch
@@ -24,8 +25,10 @@ import torch.nn.functional as F
 
 from sylvie.comm.collective import torch_all_to_all
 from sylvie.comm.stats import CommStats
+from sylvie.errors import SylvieError
 from sylvie.features.cache_policy import cache_budget, local_order, select_cache
 from sylvie.features.rank_features import GatherCounts, RankFeatures
+from sylvie.features.vip import iterations_per_epoch
 from sylvie.models import build_model
 from sylvie.partition.shard_format import Shard, Topology
 from sylvie.train.distributed import Context, all_reduce_sum
@@ -34,7 +37,6 @@ from sylvie.train.neighbor_sampler import (
     NeighborSampler,
     batch_sizes,
     graph_for_sampling,
-    iterations_per_epoch,
     sample_in_this_thread_only,
     simulated_access_counts,
 )
@@ -51,6 +53,7 @@ class SampledTrainer:
 
     def __init__(self, ctx: Context, shard: Shard, topology: Topology, model, train, sampling, cache, seed: int,
                  vip: np.ndarray | None, timeout: float):
+        """``timeout``: seconds a collective of the sampling thread may wait for a peer."""
         self.ctx, self.train_cfg, self.sampling, self.cache, self.seed = ctx, train, sampling, cache, seed
         rank, world = ctx.rank, ctx.world
         offsets = np.asarray(topology.part_offsets, np.int64)
@@ -59,30 +62,43 @@ class SampledTrainer:
         train_ids = self.first_id + np.flatnonzero(shard.train)
         counts = torch.zeros(world, dtype=torch.float64)
         counts[rank] = len(train_ids)
-        counts = all_reduce_sum(counts).long().numpy()  # every rank's number of training vertices
+        counts = self._sum(counts).long().numpy()  # every rank's number of training vertices
+        self.num_train_global = int(counts.sum())
+        if self.num_train_global == 0:
+            raise SylvieError("no part has training vertices: sampled training needs some (check the dataset's "
+                              "train split)")
         self.iterations = iterations_per_epoch(counts, sampling.batch_size)
         self.global_batch = np.sum([batch_sizes(int(c), self.iterations) for c in counts], axis=0)
-        self.num_train_global = int(counts.sum())
         self.sampler = NeighborSampler(graph_for_sampling(topology.in_indptr, topology.in_src, model.self_loop),
                                        sampling.fanouts, train_ids, self.iterations, seed, rank)
-        self.pipeline = SamplingPipeline(sampling.prefetch, timeout, initializer=sample_in_this_thread_only)
-        # the sampling thread's collectives get a process group of their own
-        group = dist.new_group(backend="gloo") if dist.is_initialized() and world > 1 else None
-        t0 = time.perf_counter()
-        cached = self._select_cache(topology, offsets, train_ids, vip)
-        order = local_order(vip, rank, offsets) if vip is not None else np.arange(offsets[rank], offsets[rank + 1])
-        self.features = self.pipeline.run(lambda: RankFeatures(rank, offsets, shard.feat, order, cached,
-                                                               torch_all_to_all(group), sampling.remote_bits, seed),
-                                          "cache fill")
+        # the sampling thread's collectives get a process group of their own, with the run's bound on waits
+        group = dist.new_group(backend="gloo", timeout=timedelta(seconds=timeout)) \
+            if dist.is_initialized() and world > 1 else None
+        self.pipeline = SamplingPipeline(sampling.prefetch, 2 * timeout, initializer=sample_in_this_thread_only)
+        try:
+            t0 = time.perf_counter()
+            cached = self._select_cache(topology, offsets, train_ids, vip)
+            order = local_order(vip, rank, offsets) if vip is not None else np.arange(offsets[rank], offsets[rank + 1])
+            self.features = self.pipeline.run(lambda: RankFeatures(rank, offsets, shard.feat, order, cached,
+                                                                   torch_all_to_all(group), sampling.remote_bits,
+                                                                   seed), "cache fill")
+        except BaseException:
+            self.pipeline.close()
+            raise
         self.cache_seconds = time.perf_counter() - t0
-        totals = all_reduce_sum(torch.tensor([float(self.features.num_cached),
-                                              float(self.features.fill_stats.bytes_sent)], dtype=torch.float64))
+        totals = self._sum(torch.tensor([float(self.features.num_cached), float(self.features.fill_stats.bytes_sent)],
+                                        dtype=torch.float64))
         self.cache_rows, self.setup_bytes = int(totals[0]), self.graph.setup_bytes + int(totals[1])
         self.labels = torch.tensor(shard.label)
         self.reduce_stats = CommStats()
         torch.manual_seed(seed)  # identical initial weights on every rank
         self.model = build_model(model, shard.feat.shape[1], shard.num_classes).to(ctx.device)
         self.opt = torch.optim.Adam(self.model.parameters(), lr=train.lr, weight_decay=train.weight_decay)
+
+    def _sum(self, t: torch.Tensor) -> torch.Tensor:
+        """``t`` (on the CPU) summed over the ranks, on the CPU: through the training device (nccl takes no CPU
+        tensors)."""
+        return all_reduce_sum(t.to(self.ctx.device)).cpu()
 
     def _select_cache(self, topology: Topology, offsets: np.ndarray, train_ids: np.ndarray,
                       vip: np.ndarray | None) -> np.ndarray:
@@ -93,7 +109,7 @@ class SampledTrainer:
         access = None
         if policy == "simulation":
             access = self.pipeline.run(lambda: simulated_access_counts(self.sampler, SIMULATED_EPOCHS,
-                                                                       topology.num_nodes), "pre-sampling")
+                                                                       topology.num_nodes), "pre-sampling", local=True)
         return select_cache(policy, rank, offsets, budget, vip=vip, access_counts=access,
                             in_indptr=topology.in_indptr, in_src=topology.in_src, train_nodes=train_ids,
                             seed=self.seed)
@@ -105,19 +121,16 @@ class SampledTrainer:
             t0 = time.perf_counter()
             mb = self.sampler.sample(seeds[i], epoch, i)
             t1 = time.perf_counter()
-            x, counts = self.features.gather(mb.input_nodes)
+            x, counts = self.features.gather(mb.input_nodes, key=(epoch, i))
             return mb, x, counts, t1 - t0, time.perf_counter() - t1
         return produce
 
-    def epoch(self, epoch: int, evaluate: bool = True) -> dict:
+    def _train_batches(self, epoch: int, batches, rows: GatherCounts) -> tuple[float, float, float]:
+        """The epoch's optimisation steps; returns the sum of the loss over all ranks' seeds and this rank's
+        sampling and fetching seconds."""
         dev, world, rank = self.ctx.device, self.ctx.world, self.ctx.rank
-        self.reduce_stats.reset()
-        self.features.stats.reset()
-        self.pipeline.waited = 0.0
-        rows, sample_s, fetch_s, loss_total = GatherCounts(), 0.0, 0.0, 0.0
-        t0 = time.perf_counter()
-        seeds = self.sampler.epoch_seeds(epoch)
-        for i, (mb, x, counts, ts, tf) in enumerate(self.pipeline.map(self._produce(epoch, seeds), self.iterations)):
+        loss_total, sample_s, fetch_s = 0.0, 0.0, 0.0
+        for i, (mb, x, counts, ts, tf) in enumerate(batches):
             rows.add(counts)
             sample_s, fetch_s = sample_s + ts, fetch_s + tf
             # dropout masks depend only on (seed, epoch, iteration, rank): a resumed run repeats them
@@ -133,10 +146,25 @@ class SampledTrainer:
             if not (math.isfinite(loss_total) and grads_finite):  # all-reduced: every rank stops here
                 raise TrainingDiverged(epoch, loss_total / self.num_train_global, self.train_cfg.lr, grads_finite)
             self.opt.step()
+        return loss_total, sample_s, fetch_s
+
+    def epoch(self, epoch: int, evaluate: bool = True) -> dict:
+        world = self.ctx.world
+        self.reduce_stats.reset()
+        self.features.stats.reset()
+        self.pipeline.waited = 0.0
+        rows = GatherCounts()
+        t0 = time.perf_counter()
+        seeds = self.sampler.epoch_seeds(epoch)
+        batches = self.pipeline.map(self._produce(epoch, seeds), self.iterations)
+        try:
+            loss_total, sample_s, fetch_s = self._train_batches(epoch, batches, rows)
+        finally:
+            batches.close()  # on an error: what is queued is dropped now, not when the traceback is freed
         epoch_time = time.perf_counter() - t0
         waited = self.pipeline.waited
         fetch = self.features.stats
-        totals = all_reduce_sum(torch.tensor(
+        totals = self._sum(torch.tensor(
             [rows.local, rows.cached, rows.remote, fetch.bytes_sent, fetch.fp32_bytes_sent, fetch.bytes_received],
             dtype=torch.float64)).tolist()
         t1 = time.perf_counter()

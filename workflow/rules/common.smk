@@ -24,15 +24,15 @@ def train_inputs(wc):
 
 
 def train_options(run_name):
-    """The flags of `sylvie train` for a run. A full-graph run gets no sampling or cache flags (nor --mode), so that
-    changing those settings reruns only the sampled runs."""
+    """The flags of `sylvie train` for a run. A full-graph run gets no sampling or cache flags (nor --mode), a sampled
+    run no comm flags, so that changing one regime's settings reruns only its runs."""
     r = RUNS[run_name]
-    flags = [cli_arguments("model", r.model), cli_arguments("comm", r.comm)]
-    if r.sampled:
+    flags = [cli_arguments("model", r.model)]
+    if r.sampled:  # the halo exchange settings (comm) do not apply
         flags += [cli_arguments("train", r.train, skip=("seeds",)), cli_arguments("sampling", r.sampling),
                   cli_arguments("cache", r.cache), f"--vip {vip_dir(run_name)}"]
     else:
-        flags.append(cli_arguments("train", r.train, skip=("seeds", "mode")))
+        flags += [cli_arguments("train", r.train, skip=("seeds", "mode")), cli_arguments("comm", r.comm)]
     return " ".join(flags)
 
 
