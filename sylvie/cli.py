@@ -54,7 +54,8 @@ def _train(args) -> None:
 
     run_training(args.partition, args.out, section_from_args(args, "model"),
                  section_from_args(args, "train", skip=("seeds",)), section_from_args(args, "comm"), args.seed,
-                 section_from_args(args, "sampling"), section_from_args(args, "cache"), args.vip)
+                 section_from_args(args, "sampling"), section_from_args(args, "cache"), args.vip,
+                 section_from_args(args, "features"))
     if "LOCAL_RANK" in os.environ:
         # Under torchrun: outputs are written and closed, the process group is gone. Skip the C++ static
         # destructors at interpreter exit (gloo, libxsmm), which can abort ("terminate called without an
@@ -152,6 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_section_arguments(t, "comm")
     add_section_arguments(t, "sampling")
     add_section_arguments(t, "cache")
+    add_section_arguments(t, "features")
     t.add_argument("--vip", metavar="DIR", help="sampled mode: the VIP analysis written by `sylvie vip` for this "
                                                 "partition and sampling setting (needed by --policy vip; orders "
                                                 "the local rows hottest first)")

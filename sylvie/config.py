@@ -20,7 +20,7 @@ import yaml
 from sylvie.errors import SylvieError
 
 SCHEMA_PATH = Path(__file__).parent / "schema" / "config.schema.yaml"
-SECTIONS = ("partition", "model", "train", "comm", "sampling", "cache")
+SECTIONS = ("partition", "model", "train", "comm", "sampling", "cache", "features")
 
 
 @lru_cache(maxsize=1)
@@ -58,6 +58,7 @@ class Run:
     comm: object
     sampling: object
     cache: object
+    features: object
 
     @property
     def partition_id(self) -> str:

@@ -54,7 +54,7 @@ def evaluate(dataset_dir: str | Path, model_path: str | Path, out_path: str | Pa
         **{f"{s}_acc": _accuracy(graph.name, graph.labels, pred, m)
            for s, m in (("train", graph.train_mask), ("val", graph.val_mask), ("test", graph.test_mask))},
         "model": ckpt["model_cfg"], "train": ckpt["train_cfg"], "comm": ckpt.get("comm_cfg", {}),
-        **{k: ckpt[f"{k}_cfg"] for k in ("sampling", "cache") if f"{k}_cfg" in ckpt}, **ckpt["summary"],
+        **{k: ckpt[f"{k}_cfg"] for k in ("sampling", "cache", "features") if f"{k}_cfg" in ckpt}, **ckpt["summary"],
     }
     write_json(out_path, result)
     return result

@@ -16,6 +16,7 @@ AREAS = {
     "sylvie.bench": "bench", "sylvie.launch": "launch", "sylvie.supervise": "launch",
     "sylvie.evaluate": "evaluate", "sylvie.vip": "vip", "sylvie.report": "report", "sylvie.train": "train",
     "sylvie.features": "features", "sylvie.comm": "comm",
+    "sylvie.features.gather_cpu": "kernels", "sylvie.features.gather_cuda": "kernels",  # the gather kernels
     # the Low-bit kernels and what they share; the package's public encode/decode (its __init__) is comm
     "sylvie.comm.lowbit.format": "kernels", "sylvie.comm.lowbit.scalar": "kernels", "sylvie.comm.lowbit.cpu": "kernels",
     "sylvie.comm.lowbit.cuda": "kernels", "sylvie.models": "models",

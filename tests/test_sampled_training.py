@@ -68,6 +68,19 @@ def test_a_resumed_sampled_run_continues_exactly(cora_partitions, vip_dir, tmp_p
     assert "starting afresh" in changed.stderr and "cache.alpha changed (0.2 -> 0.5)" in changed.stderr
 
 
+def test_the_feature_stores_tiers_do_not_change_the_losses(cora_partitions, vip_dir, tmp_path):
+    """All rows on the GPU tier or none (no GPU here: one host tier either way, gathered by the CPU), and the
+    conventional path instead of zero-copy: identical losses."""
+    losses = []
+    for name, extra in (("none", ["--gpu-fraction", "0"]), ("all", ["--gpu-fraction", "1"]),
+                        ("off", ["--zero-copy", "off"])):
+        _train(cora_partitions[4], tmp_path / name, "--epochs", "4", "--vip", vip_dir, "--alpha", "0.2", *extra)
+        records = read_jsonl(tmp_path / name / "metrics.jsonl")
+        losses.append([r["loss"] for r in records])
+        assert all(r["store_host_bytes"] > 0 and r["store_device_bytes"] == 0 for r in records)
+    assert losses[0] == losses[1] == losses[2]
+
+
 def _train_alone(args, tmp_path):
     """`sylvie train` outside torchrun: the checks that need no peers come first."""
     out = tmp_path / "out"
@@ -86,6 +99,10 @@ def test_bad_input_is_refused_before_anything_is_written(cora_partitions, vip_di
     assert "'alpha'" in last and "minimum" in last
     last = _train_alone(["--partition", part, *SAMPLED, "--batch-size", "0"], tmp_path)
     assert "'batch_size'" in last
+    last = _train_alone(["--partition", part, *SAMPLED, "--zero-copy", "on"], tmp_path)
+    assert "features.zero_copy is on but the rank trains without a GPU" in last
+    last = _train_alone(["--partition", part, *SAMPLED, "--gpu-fraction", "2"], tmp_path)
+    assert "'gpu_fraction'" in last
 
     old = tmp_path / "old-partition"  # written before partitions carried the topology
     shutil.copytree(part, old)

@@ -12,6 +12,7 @@ from tqdm import tqdm
 from sylvie.atomic import atomic_path, write_jsonl
 from sylvie.config import as_dict, check_sampling, section
 from sylvie.errors import SylvieError
+from sylvie.features.store import check_store_options
 from sylvie.features.vip import read_vip
 from sylvie.output_dir import RUN, check_replaceable
 from sylvie.partition.shard_reader import read_manifest, read_shard, read_topology
@@ -29,7 +30,7 @@ def _log(msg: str) -> None:
 
 
 def run_training(partition_dir: str | Path, out_dir: str | Path, model, train, comm, seed: int, sampling=None,
-                 cache=None, vip_dir: str | Path | None = None) -> dict | None:
+                 cache=None, vip_dir: str | Path | None = None, features=None) -> dict | None:
     """Train on the partition under ``partition_dir`` with the config's typed ``model``, ``train`` and ``comm``
     sections and ``seed``; rank 0 writes ``model.pt`` and ``metrics.jsonl``. ``train.mode`` sampled also reads
     ``sampling`` and ``cache`` (defaults if None) and the VIP analysis in ``vip_dir`` (``sylvie vip``; needed by
@@ -40,12 +41,15 @@ def run_training(partition_dir: str | Path, out_dir: str | Path, model, train, c
     """
     out_dir = Path(out_dir)
     sampled = train.mode == "sampled"
-    sampling, cache = section("sampling", sampling), section("cache", cache)
+    sampling, cache, features = section("sampling", sampling), section("cache", cache), section("features", features)
     check_sampling(model, train, sampling, where="sylvie train")
     inputs = (partition_dir,) + ((vip_dir,) if vip_dir else ())
     check_replaceable(out_dir, RUN, inputs=inputs)  # a run directory, or one to become it
     manifest = read_manifest(partition_dir)
     topology = read_topology(partition_dir, manifest) if sampled else None  # before anything starts: a clear error
+    if sampled:  # the store's settings against the device the ranks will train on
+        check_store_options(features.gpu_fraction, features.zero_copy,
+                            train.device == "cuda" or (train.device == "auto" and torch.cuda.is_available()))
     if sampled and vip_dir is None and cache.policy == "vip" and cache.alpha > 0:
         raise SylvieError("cache.policy vip needs the VIP analysis: pass --vip DIR, written by `sylvie vip "
                           f"{partition_dir} --out DIR`, or choose another cache.policy")
@@ -57,7 +61,7 @@ def run_training(partition_dir: str | Path, out_dir: str | Path, model, train, c
         if int(os.environ.get("RANK", 0)) == 0:  # before joining the others: a second run fails at once
             stack.enter_context(RunLock(out_dir))
         return _train_locked(partition_dir, out_dir, manifest, model, train, comm, seed,
-                             (sampling, cache, topology, vip) if sampled else None)
+                             (sampling, cache, topology, vip, features) if sampled else None)
 
 
 def _train_locked(partition_dir, out_dir: Path, manifest: dict, model, train, comm, seed: int,
@@ -65,7 +69,8 @@ def _train_locked(partition_dir, out_dir: Path, manifest: dict, model, train, co
     # as the files record them (model.pt, eval.json, the checkpoint's identity): plain dicts, the run's seed in train
     model_cfg, comm_cfg = as_dict(model), as_dict(comm)
     # a sampled run is shaped by its sampling and cache; the halo exchange settings of full-graph training do not apply
-    extra = {"sampling": as_dict(sampled[0]), "cache": as_dict(sampled[1])} if sampled else {}
+    extra = {"sampling": as_dict(sampled[0]), "cache": as_dict(sampled[1]), "features": as_dict(sampled[4])} \
+        if sampled else {}
     if sampled:
         comm_cfg = {}
     train_cfg = {**{k: v for k, v in as_dict(train).items() if k != "seeds"}, "seed": seed}
@@ -81,9 +86,9 @@ def _train_locked(partition_dir, out_dir: Path, manifest: dict, model, train, co
         watchdog.start()
         shard = read_shard(partition_dir, ctx.rank, manifest)
         if sampled:
-            sampling, cache, topology, vip = sampled
+            sampling, cache, topology, vip, features = sampled
             trainer: Trainer = SampledTrainer(ctx, shard, topology, model, train, sampling, cache, seed, vip,
-                                              timeout=collective_timeout(train.timeout))
+                                              timeout=collective_timeout(train.timeout), features=features)
         else:
             trainer = FullGraphTrainer(ctx, shard, model, train, comm, seed)
         try:

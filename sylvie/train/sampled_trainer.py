@@ -25,6 +25,7 @@ import torch.nn.functional as F
 
 from sylvie.comm.collective import torch_all_to_all
 from sylvie.comm.stats import CommStats
+from sylvie.config import section
 from sylvie.errors import SylvieError
 from sylvie.features.cache_policy import cache_budget, local_order, select_cache
 from sylvie.features.rank_features import GatherCounts, RankFeatures
@@ -52,8 +53,9 @@ class SampledTrainer:
     (``sylvie vip``), needed by the vip policy and used to order the local rows (None: id order)."""
 
     def __init__(self, ctx: Context, shard: Shard, topology: Topology, model, train, sampling, cache, seed: int,
-                 vip: np.ndarray | None, timeout: float):
-        """``timeout``: seconds a collective of the sampling thread may wait for a peer."""
+                 vip: np.ndarray | None, timeout: float, features=None):
+        """``timeout``: seconds a collective of the sampling thread may wait for a peer; ``features``: the config's
+        features section (the feature store's tiers; defaults if None)."""
         self.ctx, self.train_cfg, self.sampling, self.cache, self.seed = ctx, train, sampling, cache, seed
         rank, world = ctx.rank, ctx.world
         offsets = np.asarray(topology.part_offsets, np.int64)
@@ -79,9 +81,10 @@ class SampledTrainer:
             t0 = time.perf_counter()
             cached = self._select_cache(topology, offsets, train_ids, vip)
             order = local_order(vip, rank, offsets) if vip is not None else np.arange(offsets[rank], offsets[rank + 1])
-            self.features = self.pipeline.run(lambda: RankFeatures(rank, offsets, shard.feat, order, cached,
-                                                                   torch_all_to_all(group), sampling.remote_bits,
-                                                                   seed), "cache fill")
+            store = features or section("features")
+            self.features = self.pipeline.run(lambda: RankFeatures(
+                rank, offsets, shard.feat, order, cached, torch_all_to_all(group), sampling.remote_bits, seed,
+                store.gpu_fraction, store.zero_copy, ctx.device), "cache fill")
         except BaseException:
             self.pipeline.close()
             raise
@@ -152,6 +155,8 @@ class SampledTrainer:
         world = self.ctx.world
         self.reduce_stats.reset()
         self.features.stats.reset()
+        served = self.features.store.bytes_served
+        served.update({tier: 0 for tier in served})
         self.pipeline.waited = 0.0
         rows = GatherCounts()
         t0 = time.perf_counter()
@@ -165,8 +170,8 @@ class SampledTrainer:
         waited = self.pipeline.waited
         fetch = self.features.stats
         totals = self._sum(torch.tensor(
-            [rows.local, rows.cached, rows.remote, fetch.bytes_sent, fetch.fp32_bytes_sent, fetch.bytes_received],
-            dtype=torch.float64)).tolist()
+            [rows.local, rows.cached, rows.remote, fetch.bytes_sent, fetch.fp32_bytes_sent, fetch.bytes_received,
+             served["device"], served["host"]], dtype=torch.float64)).tolist()
         t1 = time.perf_counter()
         acc = self.graph.accuracy(self.model) if evaluate else {f"{s}_acc": None for s in SPLITS}
         inputs = totals[0] + totals[1] + totals[2]
@@ -178,6 +183,7 @@ class SampledTrainer:
             "cache_hit_rate": totals[1] / (totals[1] + totals[2]) if totals[1] + totals[2] else None,
             "remote_bytes": int(totals[3]), "bytes_sent": int(totals[3]), "fp32_bytes_sent": int(totals[4]),
             "bytes_received": int(totals[5]), "bits": self.sampling.remote_bits,
+            "store_device_bytes": int(totals[6]), "store_host_bytes": int(totals[7]),
             "sample_time": sample_s, "fetch_time": fetch_s, "fetch_wait_time": waited,
             "compute_time": max(0.0, epoch_time - waited - self.reduce_stats.seconds),
             "allreduce_time": self.reduce_stats.seconds, "allreduce_bytes": self.reduce_stats.bytes_sent,

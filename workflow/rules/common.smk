@@ -30,7 +30,7 @@ def train_options(run_name):
     flags = [cli_arguments("model", r.model)]
     if r.sampled:  # the halo exchange settings (comm) do not apply
         flags += [cli_arguments("train", r.train, skip=("seeds",)), cli_arguments("sampling", r.sampling),
-                  cli_arguments("cache", r.cache), f"--vip {vip_dir(run_name)}"]
+                  cli_arguments("cache", r.cache), cli_arguments("features", r.features), f"--vip {vip_dir(run_name)}"]
     else:
         flags += [cli_arguments("train", r.train, skip=("seeds", "mode")), cli_arguments("comm", r.comm)]
     return " ".join(flags)

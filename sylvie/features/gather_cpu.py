@@ -1,0 +1,48 @@
+"""Row gather on the CPU: ``out[i] = table[idx[i]]``, parallel over rows (numba). The feature store's host tier on a
+machine without a GPU, and the reference the zero-copy GPU gather (``gather_cuda``) is tested against.
+
+A leaf module: numpy in, numpy out. ``gather_rows`` checks its input (a C-contiguous 2-D table, 1-D integer
+indices within the table) and says what is wrong; the kernel itself trusts it.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+_BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+@njit(parallel=True, nogil=True)
+def _gather(table, idx, out):
+    for i in prange(idx.shape[0]):
+        out[i, :] = table[idx[i], :]
+
+
+def check_gather(table: np.ndarray, idx: np.ndarray, what: str = "table") -> None:
+    """A clear error for a table or indices the gather kernels cannot take."""
+    if table.ndim != 2:
+        raise ValueError(f"{what}: must be 2-D (rows x features), got shape {table.shape}")
+    if not table.flags.c_contiguous:
+        raise ValueError(f"{what}: rows must be back to back (C-contiguous) for the gather; got strides "
+                         f"{table.strides} for shape {table.shape}; pass np.ascontiguousarray(table)")
+    if idx.ndim != 1 or idx.dtype.kind not in "iu":
+        raise ValueError(f"indices must be a 1-D integer array, got {idx.dtype} of shape {idx.shape}")
+    if idx.size:
+        lo, hi = int(idx.min()), int(idx.max())
+        if lo < 0 or hi >= table.shape[0]:
+            bad = lo if lo < 0 else hi
+            raise IndexError(f"index {bad} is out of range for a {what} of {table.shape[0]} rows")
+
+
+def gather_rows(table: np.ndarray, idx: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """``table[idx]`` gathered in parallel into ``out`` (allocated if None); returns ``out``."""
+    idx = np.asarray(idx)
+    check_gather(table, idx)
+    if out is None:
+        out = np.empty((idx.shape[0], table.shape[1]), dtype=table.dtype)
+    elif out.shape != (idx.shape[0], table.shape[1]) or out.dtype != table.dtype or not out.flags.c_contiguous:
+        raise ValueError(f"out must be a C-contiguous {table.dtype} array of shape {(idx.shape[0], table.shape[1])}")
+    if idx.size:  # as unsigned integers of the same width: a bitwise copy, for any dtype (numba has no float16)
+        as_bits = _BITS[table.dtype.itemsize]
+        _gather(table.view(as_bits), idx.astype(np.int64, copy=False), out.view(as_bits))
+    return out

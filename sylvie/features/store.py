@@ -1,0 +1,108 @@
+"""A rank's feature rows in tiers (PyTorch-Direct with SALIENT++'s order): its own rows hottest first, then its
+cached remote rows, one table; rows of other ranks that are not cached come from their owners (``RankFeatures``).
+
+Tiers, fastest first:
+- device: the first ``gpu_fraction`` of the rows, resident in GPU memory (an ``index_select`` there);
+- host: the rest, in host memory. With a GPU and ``zero_copy`` (auto or on) that memory is page-locked and mapped
+  into the GPU's address space, and GPU threads read the rows straight from it (``gather_cuda``, 128-byte-aligned
+  warp reads): no CPU gather, no staging buffer. The table is a pinned *copy*, allocated pinned when the rank
+  builds it (it already copies the shard's memory-mapped rows into VIP order there), rather than the shard's
+  memory-mapped file registered in place: those pages are file-backed and read-only, the VIP order is not the
+  file's, and pinning a file mapping would lock the whole file. With ``zero_copy`` off (or no GPU) the host tier is
+  gathered by the CPU in parallel (``gather_cpu``) and, with a GPU, copied over from a pinned staging buffer (the
+  conventional path).
+
+``gather(slots)`` returns the rows of table positions ``slots`` on the training device, bitwise the same whatever
+the tiers; bytes served per tier are counted. On a GPU the gather runs on a CUDA stream of its own and is complete
+when it returns (the sampling thread calls it, so it overlaps the training step on the default stream).
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from sylvie.errors import SylvieError
+from sylvie.features.gather_cpu import check_gather, gather_rows
+
+ZERO_COPY = ("auto", "on", "off")
+
+
+def check_store_options(gpu_fraction: float, zero_copy: str, has_gpu: bool) -> None:
+    if not 0.0 <= gpu_fraction <= 1.0:
+        raise SylvieError(f"features.gpu_fraction must lie within 0..1 (a share of the rows), got {gpu_fraction}")
+    if zero_copy not in ZERO_COPY:
+        raise SylvieError(f"features.zero_copy must be one of {', '.join(ZERO_COPY)}, got {zero_copy!r}")
+    if zero_copy == "on" and not has_gpu:
+        raise SylvieError("features.zero_copy is on but the rank trains without a GPU: zero-copy reads are GPU "
+                          "threads reading host memory; use auto (on exactly when there is a GPU) or off")
+
+
+class FeatureStore:
+    def __init__(self, table: torch.Tensor, gpu_fraction: float = 0.0, zero_copy: str = "auto",
+                 device: torch.device | str = "cpu"):
+        """``table``: every row of the store, in store order, a C-contiguous CPU tensor (pinned already, or it is
+        copied into pinned memory, when the host tier is read zero-copy)."""
+        self.device = torch.device(device)
+        has_gpu = self.device.type == "cuda"
+        check_store_options(gpu_fraction, zero_copy, has_gpu)
+        check_gather(table.numpy(), np.zeros(0, np.int64), "feature table")
+        self.num_rows, self.dim = table.shape
+        self.zero_copy = has_gpu and zero_copy != "off"
+        self.num_device = int(round(gpu_fraction * self.num_rows)) if has_gpu else 0
+        self.bytes_served = {"device": 0, "host": 0}
+        self.row_bytes = self.dim * table.element_size()
+        if self.zero_copy and not table.is_pinned():
+            table = table.pin_memory()
+        self.table = table  # every row, on the host: what the rank answers its peers' fetches from
+        self.host = table[self.num_device:]
+        if has_gpu:
+            from numba import cuda
+
+            self._cuda = cuda
+            self.device_rows = table[:self.num_device].to(self.device)
+            self.stream = torch.cuda.Stream(self.device)
+            if self.zero_copy:  # pinned memory is mapped: under unified addressing its device address is its own
+                self.mapped = cuda.from_cuda_array_interface(
+                    {"shape": (self.host.numel(),), "typestr": np.dtype(_numpy_dtype(table)).str,
+                     "data": (self.host.data_ptr(), False), "version": 3}, owner=self.host, sync=False)
+
+    def gather(self, slots: torch.Tensor) -> torch.Tensor:
+        """The rows at table positions ``slots``, on the training device."""
+        slots = slots.to(torch.long)
+        if slots.numel() and (int(slots.min()) < 0 or int(slots.max()) >= self.num_rows):
+            bad = int(slots.min()) if int(slots.min()) < 0 else int(slots.max())
+            raise IndexError(f"row {bad} is out of range for a feature store of {self.num_rows} rows")
+        if self.device.type != "cuda":
+            self.bytes_served["host"] += slots.numel() * self.row_bytes
+            return torch.from_numpy(gather_rows(self.table.numpy(), slots.numpy()))
+        return self._gather_gpu(slots)
+
+    def _gather_gpu(self, slots: torch.Tensor) -> torch.Tensor:
+        with torch.cuda.stream(self.stream):
+            slots = slots.to(self.device, non_blocking=True)
+            out = torch.empty((slots.numel(), self.dim), dtype=self.table.dtype, device=self.device)
+            resident = slots < self.num_device
+            n_dev = int(resident.sum())
+            if n_dev:
+                out[resident] = self.device_rows[slots[resident]]
+            rest = slots[~resident] - self.num_device
+            if rest.numel():
+                if self.zero_copy:
+                    from sylvie.features.gather_cuda import launch_gather
+
+                    rows = torch.empty((rest.numel(), self.dim), dtype=self.table.dtype, device=self.device)
+                    cuda = self._cuda
+                    launch_gather(self.mapped, cuda.as_cuda_array(rest), cuda.as_cuda_array(rows), aligned=True,
+                                  stream=cuda.external_stream(self.stream.cuda_stream))
+                else:  # the conventional path: CPU gather into a pinned staging buffer, then one copy
+                    staged = torch.from_numpy(gather_rows(self.host.numpy(), rest.cpu().numpy())).pin_memory()
+                    rows = staged.to(self.device, non_blocking=True)
+                out[~resident] = rows
+            self.stream.synchronize()
+        self.bytes_served["device"] += n_dev * self.row_bytes
+        self.bytes_served["host"] += (slots.numel() - n_dev) * self.row_bytes
+        return out
+
+
+def _numpy_dtype(t: torch.Tensor):
+    return torch.empty(0, dtype=t.dtype).numpy().dtype

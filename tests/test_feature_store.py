@@ -1,0 +1,96 @@
+"""The feature store and its gather kernels: the CPU gather against numpy, the zero-copy CUDA kernel under the
+simulator (bitwise) and compiled to PTX, the store's tiers returning the same rows, and bad input."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+from conftest import REPO
+
+from sylvie.config import resolve_runs
+from sylvie.errors import SylvieError
+from sylvie.features.gather_cpu import gather_rows
+from sylvie.features.store import FeatureStore
+
+
+def _table(rows, width, dtype=np.float32, seed=0):
+    return np.random.default_rng(seed).standard_normal((rows, width)).astype(dtype)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("width, dtype", [(100, np.float32), (128, np.float32), (602, np.float32),
+                                          (300, np.float16)])
+def test_the_cpu_gather_is_numpys_fancy_indexing_bitwise(width, dtype):
+    table = _table(500, width, dtype)
+    rng = np.random.default_rng(1)
+    for idx in (rng.integers(0, 500, 1000), np.array([7, 7, 499, 0, 7]), np.zeros(0, dtype=np.int64),
+                np.arange(500, dtype=np.int32)):
+        out = gather_rows(table, idx)
+        assert out.dtype == table.dtype and np.array_equal(out.view(np.uint8), table[idx].view(np.uint8))
+
+
+@pytest.mark.unit
+def test_bad_gather_input_is_a_clear_error():
+    table = _table(10, 4)
+    with pytest.raises(IndexError, match="index 10 is out of range for a table of 10 rows"):
+        gather_rows(table, np.array([0, 10]))
+    with pytest.raises(IndexError, match="index -1 is out of range"):
+        gather_rows(table, np.array([-1]))
+    with pytest.raises(ValueError, match="C-contiguous.*np.ascontiguousarray"):
+        gather_rows(table[:, ::2], np.array([0]))
+    with pytest.raises(ValueError, match="must be 2-D"):
+        gather_rows(table.reshape(2, 5, 4), np.array([0]))
+    with pytest.raises(ValueError, match="1-D integer array"):
+        gather_rows(table, np.array([0.0]))
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("gpu_fraction", [0.0, 0.5, 1.0])
+@pytest.mark.parametrize("zero_copy", ["auto", "off"])
+def test_the_store_returns_the_same_rows_whatever_its_tiers(gpu_fraction, zero_copy):
+    table = torch.from_numpy(_table(300, 100))
+    store = FeatureStore(table, gpu_fraction, zero_copy)
+    slots = torch.from_numpy(np.random.default_rng(2).integers(0, 300, 700))
+    assert torch.equal(store.gather(slots), table[slots])
+    assert store.bytes_served == {"device": 0, "host": 700 * 400}  # no GPU here: one host tier
+    with pytest.raises(IndexError, match="row 300 is out of range for a feature store of 300 rows"):
+        store.gather(torch.tensor([300]))
+
+
+@pytest.mark.unit
+def test_bad_store_settings_are_clear_errors():
+    table = torch.zeros(4, 2)
+    with pytest.raises(SylvieError, match="features.gpu_fraction must lie within 0..1.*1.5"):
+        FeatureStore(table, 1.5)
+    with pytest.raises(SylvieError, match="features.zero_copy is on but the rank trains without a GPU"):
+        FeatureStore(table, 0.0, "on")
+    with pytest.raises(ValueError, match="C-contiguous"):
+        FeatureStore(table.t(), 0.0)
+    config = {"datasets": {"cora": {"source": "planetoid"}}, "runs": {"r": {"features": {"gpu_fraction": -0.1}}}}
+    with pytest.raises(SylvieError, match="'runs.r.features.gpu_fraction'"):
+        resolve_runs(config)
+
+
+def _worker(name, env):
+    return subprocess.run([sys.executable, str(REPO / "tests" / "workers" / name)], env=env, capture_output=True,
+                          text=True, timeout=900)
+
+
+@pytest.mark.slow
+def test_the_zero_copy_kernel_gathers_bitwise_under_the_simulator():
+    """fp32 rows of 100, 128 and 602 values and fp16 rows of 300; table bases 128-byte aligned and not; random,
+    repeated and empty index lists; the aligned and the unaligned kernel."""
+    r = _worker("gather_simulator_worker.py", {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "identical: 48 of 48" in r.stdout, r.stdout
+
+
+@pytest.mark.slow
+def test_the_zero_copy_kernels_compile_for_a_real_gpu():
+    r = _worker("gather_ptx_worker.py", {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"})
+    if r.returncode == 3:
+        pytest.skip(r.stdout.strip())
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "gather ptx: 4 kernels" in r.stdout
