@@ -109,7 +109,8 @@ def test_learning_rate_change_reruns_train_evaluate_report_only(finished_pipelin
         cfg.write_text(original.replace("lr: 0.01,", "lr: 0.02,"))
         jobs = scheduled_jobs(finished_pipeline)
         assert set(jobs) == {"train", "evaluate", "report", "all"}, jobs
-        assert jobs["train"] == 28  # 6 full-graph and 3 sampled runs x 3 seeds + the 1-partition reference
+        assert jobs["train"] == 26  # 6 full-graph and 2 sampled runs x 3 seeds, the sampled run without a cache and
+        # the 1-partition reference (one seed each)
     finally:
         cfg.write_text(original)
 
@@ -123,7 +124,7 @@ def test_partition_count_change_reruns_from_partition(finished_pipeline):
         jobs = scheduled_jobs(finished_pipeline)
         assert "download" not in jobs
         assert jobs.get("partition") == 1 and jobs.get("vip") == 1, jobs
-        assert jobs.get("train") == 27, jobs  # gcn-p1 keeps its partition and runs
+        assert jobs.get("train") == 25, jobs  # gcn-p1 keeps its partition and runs
     finally:
         cfg.write_text(original)
 
@@ -131,11 +132,10 @@ def test_partition_count_change_reruns_from_partition(finished_pipeline):
 @pytest.mark.e2e
 def test_sampled_graphsage_reaches_full_graph_accuracy(finished_pipeline):
     """SALIENT++ on Cora, 4 parts, seeds 0-2: mean test accuracy >= 78% and within 1.5 points of full-graph
-    GraphSAGE with the same seeds; 1-bit remote rows within 1.0 point of fp32 remote rows (both without a cache,
-    so every remote row crosses the wire)."""
+    GraphSAGE with the same seeds; 1-bit remote rows without a cache (every remote row crosses the wire at 1 bit)
+    within 1.0 point of fp32 remote rows (the VIP-cached run: with fp32 rows the cache changes no loss, see below)."""
     full, sampled = _test_accs(finished_pipeline, "sage-p4"), _test_accs(finished_pipeline, "sage-p4-sampled-vip0.2")
-    fp32, onebit = (_test_accs(finished_pipeline, "sage-p4-sampled-nocache"),
-                    _test_accs(finished_pipeline, "sage-p4-sampled-nocache-1bit"))
+    fp32, onebit = sampled, _test_accs(finished_pipeline, "sage-p4-sampled-nocache-1bit")
     print(f"Cora sage, 4 parts: full-graph {full} mean {np.mean(full):.4f}; sampled (VIP cache 0.2) {sampled} mean "
           f"{np.mean(sampled):.4f}; no cache fp32 {fp32} mean {np.mean(fp32):.4f}, 1-bit {onebit} mean "
           f"{np.mean(onebit):.4f}")
@@ -170,6 +170,6 @@ def test_cache_changes_rerun_train_onward_and_fanout_changes_rerun_vip_onward(fi
         assert scheduled_jobs(finished_pipeline) == {"train": 3, "evaluate": 3, "report": 1, "all": 1}
         cfg.write_text(original.replace("  model: {arch: gcn,", "  sampling: {fanouts: [15, 5]}\n  model: {arch: gcn,"))
         jobs = scheduled_jobs(finished_pipeline)
-        assert jobs == {"vip": 1, "train": 9, "evaluate": 9, "report": 1, "all": 1}, jobs  # the sampled runs only
+        assert jobs == {"vip": 1, "train": 7, "evaluate": 7, "report": 1, "all": 1}, jobs  # the sampled runs only
     finally:
         cfg.write_text(original)

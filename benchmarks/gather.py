@@ -1,0 +1,174 @@
+"""Gathering feature rows, ``out[i] = table[idx[i]]``, from a table of several GB: the feature store's paths.
+
+    python benchmarks/gather.py                       # CPU: 4 GB table, rows of 400, 512 and 1,536 bytes
+    python benchmarks/gather.py --write benchmarks/README.md
+
+CPU: the numba gather (``sylvie/features/gather_cpu.py``) against ``torch.index_select`` and against a memory
+copy of the same number of bytes (contiguous rows: the bandwidth bound). GPU (when torch sees one): the zero-copy
+kernel (``gather_cuda.py``) reading the pinned table aligned and unaligned, the conventional path (CPU gather into
+a pinned buffer + host-to-device copy), an all-in-GPU ``index_select`` (the upper bound, the table resident on the
+GPU when it fits) and, on a CUDA build of DGL, ``dgl.utils.gather_pinned_tensor_rows``; each as GB/s of gathered
+rows and as a share of the pinned host-to-device bandwidth measured in the same run. Every number is the median
+of interleaved rounds (each round runs every method once; ratios are medians of per-round ratios).
+"""
+import argparse
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from sylvie.features.gather_cpu import gather_rows
+
+
+def timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def interleaved(methods: dict, rounds: int) -> dict[str, list[float]]:
+    times = {name: [] for name in methods}
+    for fn in methods.values():  # warm-up: compilation, page faults of the output
+        fn()
+    for _ in range(rounds):
+        for name, fn in methods.items():
+            times[name].append(timed(fn))
+    return times
+
+
+def cpu_rows(table: np.ndarray, counts, rounds: int, rng) -> list[dict]:
+    return [cpu_case(table, n, rounds, rng) for n in counts]
+
+
+def cpu_case(table: np.ndarray, n: int, rounds: int, rng) -> dict:
+    t = torch.from_numpy(table)
+    idx = rng.integers(0, table.shape[0], n)
+    ti = torch.from_numpy(idx)
+    out = np.empty((n, table.shape[1]), table.dtype)
+    tout = torch.from_numpy(np.empty_like(out))
+    src = table[(table.shape[0] - n) // 2:][:n]  # n contiguous rows from the middle of the table
+    times = interleaved({"copy": lambda: np.copyto(out, src), "numba": lambda: gather_rows(table, idx, out),
+                         "torch": lambda: torch.index_select(t, 0, ti, out=tout)}, rounds)
+    gb = out.nbytes / 1e9
+    return {"width": table.shape[1] * table.itemsize, "n": n,
+            **{k: gb / statistics.median(v) for k, v in times.items()},
+            "vs_copy": statistics.median(a / b for a, b in zip(times["copy"], times["numba"])),
+            "vs_torch": statistics.median(a / b for a, b in zip(times["torch"], times["numba"]))}
+
+
+def gpu_rows(table: np.ndarray, counts, rounds: int, rng) -> list[dict]:
+    from numba import cuda
+
+    dev = torch.device("cuda")
+    pinned = torch.from_numpy(table).pin_memory()  # a pinned copy, as the feature store keeps its host tier
+    flat = pinned.reshape(-1)
+    mapped = cuda.from_cuda_array_interface({"shape": (flat.numel(),), "typestr": "<f4",
+                                             "data": (flat.data_ptr(), False), "version": 3}, owner=flat, sync=False)
+    stream = torch.cuda.current_stream()
+    ext = cuda.external_stream(stream.cuda_stream)
+    free, _ = torch.cuda.mem_get_info()
+    resident = pinned.to(dev) if pinned.nbytes < 0.8 * free else None
+    try:
+        import dgl.utils
+        dgl_gather = dgl.utils.gather_pinned_tensor_rows
+        dgl_pinned = dgl.utils.pin_memory_inplace(pinned)  # noqa: F841 - keeps the registration alive
+    except Exception:  # noqa: BLE001 - DGL's CPU build, or no DGL on this machine
+        dgl_gather = None
+    env = (pinned, mapped, ext, resident, dgl_gather, dev)
+    return [gpu_case(table, env, n, rounds, rng) for n in counts]
+
+
+def gpu_case(table: np.ndarray, env, n: int, rounds: int, rng) -> dict:
+    from numba import cuda
+
+    from sylvie.features.gather_cuda import launch_gather
+
+    pinned, mapped, ext, resident, dgl_gather, dev = env
+    idx = torch.from_numpy(rng.integers(0, table.shape[0], n))
+    idx_dev = idx.to(dev)
+    out = torch.empty((n, table.shape[1]), dtype=pinned.dtype, device=dev)
+    staging = torch.empty((n, table.shape[1]), dtype=pinned.dtype).pin_memory()
+    src = pinned[(table.shape[0] - n) // 2:][:n]
+
+    def sync(fn):
+        def run():
+            fn()
+            torch.cuda.synchronize()
+        return run
+
+    methods = {
+        "h2d": sync(lambda: out.copy_(src, non_blocking=True)),
+        "aligned": sync(lambda: launch_gather(mapped, cuda.as_cuda_array(idx_dev), cuda.as_cuda_array(out),
+                                              aligned=True, stream=ext)),
+        "unaligned": sync(lambda: launch_gather(mapped, cuda.as_cuda_array(idx_dev), cuda.as_cuda_array(out),
+                                                aligned=False, stream=ext)),
+        "conventional": sync(lambda: out.copy_(torch.from_numpy(
+            gather_rows(table, idx.numpy(), staging.numpy())), non_blocking=True)),
+    }
+    if resident is not None:
+        methods["gpu index_select"] = sync(lambda: torch.index_select(resident, 0, idx_dev, out=out))
+    if dgl_gather is not None:
+        methods["dgl"] = sync(lambda: out.copy_(dgl_gather(pinned, idx_dev)))
+    times = interleaved(methods, rounds)
+    gb = n * table.shape[1] * table.itemsize / 1e9
+    row = {"width": table.shape[1] * table.itemsize, "n": n}
+    for k, v in times.items():
+        row[k] = gb / statistics.median(v)
+        row[f"{k}/h2d"] = statistics.median(h / t for h, t in zip(times["h2d"], v))
+    row["aligned/conventional"] = statistics.median(c / a for c, a in zip(times["conventional"], times["aligned"]))
+    return row
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--table-gb", type=float, default=4.0, help="table size in GB (default 4)")
+    ap.add_argument("--widths", type=int, nargs="+", default=[400, 512, 1536], help="row bytes (fp32)")
+    ap.add_argument("--counts", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--write", help="a Markdown file whose table (between the markers) is replaced")
+    args = ap.parse_args()
+    rng = np.random.default_rng(0)
+    cpu, gpu = [], []
+    for width in args.widths:
+        rows = int(args.table_gb * 1e9) // width
+        table = np.empty((rows, width // 4), dtype=np.float32)
+        torch.from_numpy(table).uniform_()  # touches every page (torch fills in parallel)
+        cpu += cpu_rows(table, args.counts, args.rounds, rng)
+        if torch.cuda.is_available():
+            gpu += gpu_rows(table, args.counts, args.rounds, rng)
+        del table
+    threads = torch.get_num_threads()
+    lines = [f"CPU, {args.table_gb:g} GB table of fp32 rows, random indices, {threads} threads, medians of "
+             f"{args.rounds} interleaved rounds (GB/s of gathered rows):", "",
+             "| row bytes | indices | memory copy GB/s | numba gather GB/s | torch.index_select GB/s | "
+             "numba / copy | numba / index_select |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    for r in cpu:
+        lines.append(f"| {r['width']} | {r['n']:,} | {r['copy']:.2f} | {r['numba']:.2f} | {r['torch']:.2f} | "
+                     f"{r['vs_copy']:.0%} | {r['vs_torch']:.2f}x |")
+    if gpu:
+        names = [k for k in gpu[0] if k not in ("width", "n") and "/" not in k]
+        lines += ["", f"GPU ({torch.cuda.get_device_name()}), pinned table, GB/s (share of pinned host-to-device):",
+                  "", "| row bytes | indices | " + " | ".join(names) + " | aligned / conventional |",
+                  "| --- | --- | " + " | ".join("---" for _ in names) + " | --- |"]
+        for r in gpu:
+            cells = [f"{r[k]:.2f} ({r[f'{k}/h2d']:.0%})" for k in names]
+            lines.append(f"| {r['width']} | {r['n']:,} | " + " | ".join(cells) +
+                         f" | {r['aligned/conventional']:.2f}x |")
+    else:
+        lines += ["", "No GPU visible: the zero-copy rows are not measured here."]
+    table_md = "\n".join(lines)
+    print(table_md)
+    if args.write:
+        begin, end = "<!-- gather-table:begin -->", "<!-- gather-table:end -->"
+        path = Path(args.write)
+        text = path.read_text() if path.exists() else ""
+        if begin not in text:
+            text += f"\n{begin}\n{end}\n"
+        head, rest = text.split(begin, 1)
+        path.write_text(f"{head}{begin}\n{table_md}\n{end}{rest.split(end, 1)[1]}")
+
+
+if __name__ == "__main__":
+    main()
