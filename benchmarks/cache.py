@@ -21,16 +21,17 @@ import time
 from pathlib import Path
 
 import numpy as np
+from markdown_section import write_section
 
 from sylvie.features.cache_policy import cache_budget, select_cache
 from sylvie.features.vip import iterations_per_epoch, vertex_inclusion_probability
 from sylvie.partition.shard_reader import read_manifest, read_shard, read_topology
 from sylvie.train.neighbor_sampler import (
-    PRESAMPLING,
     TRAINING,
     NeighborSampler,
     graph_for_sampling,
     sample_in_this_thread_only,
+    simulated_access_counts,
 )
 
 ALPHAS = (0.0, 0.01, 0.05, 0.1, 0.2, 0.5, 1.0)
@@ -52,14 +53,6 @@ def prepare(work: Path, args, parts: int) -> Path:
     return part
 
 
-def access_counts(sampler: NeighborSampler, epochs: int, n: int, stream: int) -> np.ndarray:
-    counts = np.zeros(n, dtype=np.int64)
-    for e in range(epochs):
-        for i, seeds in enumerate(sampler.epoch_seeds(e, stream)):
-            counts[sampler.sample(seeds, e, i, stream).input_nodes.numpy()] += 1
-    return counts
-
-
 def volume_table(part_dir: Path, fanouts_from_seeds: list[int], batch: int, epochs: int) -> tuple[list[str], dict]:
     manifest = read_manifest(part_dir)
     topo = read_topology(part_dir, manifest)
@@ -74,8 +67,8 @@ def volume_table(part_dir: Path, fanouts_from_seeds: list[int], batch: int, epoc
     t0 = time.time()
     for k in range(parts):
         sampler = NeighborSampler(graph, fanouts_from_seeds[::-1], trains[k], iterations, 0, k)
-        counts = access_counts(sampler, epochs, n, TRAINING)  # integers: ties compare exactly
-        presampled = access_counts(sampler, 2, n, PRESAMPLING)
+        counts = simulated_access_counts(sampler, epochs, n, TRAINING)  # integers: ties compare exactly
+        presampled = simulated_access_counts(sampler, 2, n)
         vip = vertex_inclusion_probability(topo.in_indptr, topo.in_src, trains[k], len(trains[k]) / iterations,
                                            fanouts_from_seeds)
         remote = np.ones(n, dtype=bool)
@@ -162,15 +155,6 @@ def cluster_table(work: Path, args) -> list[str]:
                      f"{m['allreduce_time']:.2f} | {m['rows_remote']:,.0f} | {m['remote_bytes'] / 1e6:.1f} | "
                      f"{'–' if hit is None else f'{hit:.0%}'} | {acc:.2%} |")
     return lines
-
-
-def write_section(path: Path, section: str, table: str) -> None:
-    begin, end = f"<!-- {section}:begin -->", f"<!-- {section}:end -->"
-    text = path.read_text() if path.exists() else ""
-    if begin not in text:
-        text += f"\n{begin}\n{end}\n"
-    head, rest = text.split(begin, 1)
-    path.write_text(f"{head}{begin}\n{table}\n{end}{rest.split(end, 1)[1]}")
 
 
 def main() -> None:

@@ -18,6 +18,8 @@ import sys
 import time
 from pathlib import Path
 
+from markdown_section import write_section
+
 from sylvie.bench.cluster_run import train_on_cluster
 
 CONFIGS = [
@@ -87,13 +89,7 @@ def main() -> None:
     table = "\n".join(lines)
     print(table)
     if args.write:
-        begin, end = f"<!-- {args.section}:begin -->", f"<!-- {args.section}:end -->"
-        path = Path(args.write)
-        text = path.read_text() if path.exists() else ""
-        if begin not in text:
-            text += f"\n{begin}\n{end}\n"
-        head, rest = text.split(begin, 1)
-        path.write_text(f"{head}{begin}\n{table}\n{end}{rest.split(end, 1)[1]}")
+        write_section(args.write, args.section, table)
 
 
 if __name__ == "__main__":

@@ -14,10 +14,10 @@ of interleaved rounds (each round runs every method once; ratios are medians of 
 import argparse
 import statistics
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
+from markdown_section import write_section
 
 from sylvie.features.gather_cpu import gather_rows
 
@@ -161,13 +161,7 @@ def main() -> None:
     table_md = "\n".join(lines)
     print(table_md)
     if args.write:
-        begin, end = "<!-- gather-table:begin -->", "<!-- gather-table:end -->"
-        path = Path(args.write)
-        text = path.read_text() if path.exists() else ""
-        if begin not in text:
-            text += f"\n{begin}\n{end}\n"
-        head, rest = text.split(begin, 1)
-        path.write_text(f"{head}{begin}\n{table_md}\n{end}{rest.split(end, 1)[1]}")
+        write_section(args.write, "gather-table", table_md)
 
 
 if __name__ == "__main__":

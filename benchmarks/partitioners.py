@@ -19,6 +19,8 @@ import sys
 import time
 from pathlib import Path
 
+from markdown_section import write_section
+
 DGL_CHILD = r"""
 import json, sys
 import numpy as np, torch, dgl
@@ -95,13 +97,7 @@ def main() -> None:
     table = "\n".join(lines)
     print(table)
     if args.write:
-        begin, end = "<!-- partitioners-table:begin -->", "<!-- partitioners-table:end -->"
-        path = Path(args.write)
-        text = path.read_text() if path.exists() else ""
-        if begin not in text:
-            text += f"\n{begin}\n{end}\n"
-        head, rest = text.split(begin, 1)
-        path.write_text(f"{head}{begin}\n{table}\n{end}{rest.split(end, 1)[1]}")
+        write_section(args.write, "partitioners-table", table)
 
 
 if __name__ == "__main__":

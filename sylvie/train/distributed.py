@@ -38,6 +38,12 @@ def init_distributed(device: str = "auto", timeout_s: float = 120) -> Context:
     return Context(0, 1, dev, backend)
 
 
+def sum_over_ranks(t: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """A CPU tensor summed over the ranks, back on the CPU; through the training ``device``, as nccl takes no CPU
+    tensors."""
+    return all_reduce_sum(t.to(device)).cpu()
+
+
 def shutdown(finished: bool = False) -> None:
     """Leave the process group. After a finished run every rank first waits for the others (rank 0 writes
     the outputs last), so no rank tears down its connections while a peer still uses them."""

@@ -87,11 +87,12 @@ class NeighborSampler:
         return Minibatch(seeds, input_nodes, blocks)
 
 
-def simulated_access_counts(sampler: NeighborSampler, epochs: int, num_nodes: int) -> np.ndarray:
-    """How often each vertex is an input of this part's minibatches over ``epochs`` pre-sampled epochs (GNNLab's
-    pre-sampling), drawn from a stream of their own, not the training's epochs."""
+def simulated_access_counts(sampler: NeighborSampler, epochs: int, num_nodes: int,
+                            stream: int = PRESAMPLING) -> np.ndarray:
+    """How often each vertex is an input of this part's minibatches over ``epochs`` epochs of ``stream``: by
+    default pre-sampled ones (GNNLab's pre-sampling), a stream of their own, not the training's epochs."""
     counts = np.zeros(num_nodes, dtype=np.int64)
     for e in range(epochs):
-        for i, seeds in enumerate(sampler.epoch_seeds(e, PRESAMPLING)):
-            counts[sampler.sample(seeds, e, i, PRESAMPLING).input_nodes.numpy()] += 1
+        for i, seeds in enumerate(sampler.epoch_seeds(e, stream)):
+            counts[sampler.sample(seeds, e, i, stream).input_nodes.numpy()] += 1
     return counts

@@ -16,7 +16,7 @@ from sylvie.comm.lowbit.format import FULL_PRECISION
 from sylvie.comm.stats import CommStats
 from sylvie.models.blocks import local_block
 from sylvie.partition.shard_format import Shard
-from sylvie.train.distributed import Context, all_reduce_sum
+from sylvie.train.distributed import Context, all_reduce_sum, sum_over_ranks
 
 SPLITS = ("train", "val", "test")
 
@@ -46,5 +46,5 @@ class PartitionGraph:
         right = pred == self.labels
         counts = torch.tensor([[float((right & self.masks[s]).sum()), float(self.masks[s].sum())] for s in SPLITS],
                               dtype=torch.float64)
-        counts = all_reduce_sum(counts.to(self.ctx.device)).cpu()
+        counts = sum_over_ranks(counts, self.ctx.device)
         return {f"{s}_acc": float(c / t) if t > 0 else float("nan") for s, (c, t) in zip(SPLITS, counts.tolist())}

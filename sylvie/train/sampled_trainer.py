@@ -32,7 +32,7 @@ from sylvie.features.rank_features import GatherCounts, RankFeatures
 from sylvie.features.vip import iterations_per_epoch
 from sylvie.models import build_model
 from sylvie.partition.shard_format import Shard, Topology
-from sylvie.train.distributed import Context, all_reduce_sum
+from sylvie.train.distributed import Context, sum_over_ranks
 from sylvie.train.metrics import format_epoch
 from sylvie.train.neighbor_sampler import (
     NeighborSampler,
@@ -64,7 +64,7 @@ class SampledTrainer:
         train_ids = self.first_id + np.flatnonzero(shard.train)
         counts = torch.zeros(world, dtype=torch.float64)
         counts[rank] = len(train_ids)
-        counts = self._sum(counts).long().numpy()  # every rank's number of training vertices
+        counts = sum_over_ranks(counts, ctx.device).long().numpy()  # every rank's number of training vertices
         self.num_train_global = int(counts.sum())
         if self.num_train_global == 0:
             raise SylvieError("no part has training vertices: sampled training needs some (check the dataset's "
@@ -89,19 +89,15 @@ class SampledTrainer:
             self.pipeline.close()
             raise
         self.cache_seconds = time.perf_counter() - t0
-        totals = self._sum(torch.tensor([float(self.features.num_cached), float(self.features.fill_stats.bytes_sent)],
-                                        dtype=torch.float64))
+        totals = sum_over_ranks(torch.tensor([float(self.features.num_cached),
+                                              float(self.features.fill_stats.bytes_sent)], dtype=torch.float64),
+                                ctx.device)
         self.cache_rows, self.setup_bytes = int(totals[0]), self.graph.setup_bytes + int(totals[1])
         self.labels = torch.tensor(shard.label)
         self.reduce_stats = CommStats()
         torch.manual_seed(seed)  # identical initial weights on every rank
         self.model = build_model(model, shard.feat.shape[1], shard.num_classes).to(ctx.device)
         self.opt = torch.optim.Adam(self.model.parameters(), lr=train.lr, weight_decay=train.weight_decay)
-
-    def _sum(self, t: torch.Tensor) -> torch.Tensor:
-        """``t`` (on the CPU) summed over the ranks, on the CPU: through the training device (nccl takes no CPU
-        tensors)."""
-        return all_reduce_sum(t.to(self.ctx.device)).cpu()
 
     def _select_cache(self, topology: Topology, offsets: np.ndarray, train_ids: np.ndarray,
                       vip: np.ndarray | None) -> np.ndarray:
@@ -169,9 +165,9 @@ class SampledTrainer:
         epoch_time = time.perf_counter() - t0
         waited = self.pipeline.waited
         fetch = self.features.stats
-        totals = self._sum(torch.tensor(
+        totals = sum_over_ranks(torch.tensor(
             [rows.local, rows.cached, rows.remote, fetch.bytes_sent, fetch.fp32_bytes_sent, fetch.bytes_received,
-             served["device"], served["host"]], dtype=torch.float64)).tolist()
+             served["device"], served["host"]], dtype=torch.float64), self.ctx.device).tolist()
         t1 = time.perf_counter()
         acc = self.graph.accuracy(self.model) if evaluate else {f"{s}_acc": None for s in SPLITS}
         inputs = totals[0] + totals[1] + totals[2]
