@@ -20,21 +20,24 @@ import torch
 from markdown_section import write_section
 
 from sylvie.features.gather_cpu import gather_rows
+from sylvie.features.host_memory import huge_page_table
 
 
-def timed(fn) -> float:
+def timed(fn, r: int) -> float:
     t0 = time.perf_counter()
-    fn()
+    fn(r)
     return time.perf_counter() - t0
 
 
 def interleaved(methods: dict, rounds: int) -> dict[str, list[float]]:
+    """Seconds of ``fn(r)`` for rounds r = 1..rounds, every method once per round; round 0 warms up (compilation,
+    page faults of the output)."""
     times = {name: [] for name in methods}
-    for fn in methods.values():  # warm-up: compilation, page faults of the output
-        fn()
-    for _ in range(rounds):
+    for fn in methods.values():
+        fn(0)
+    for r in range(1, rounds + 1):
         for name, fn in methods.items():
-            times[name].append(timed(fn))
+            times[name].append(timed(fn, r))
     return times
 
 
@@ -43,15 +46,36 @@ def cpu_rows(table: np.ndarray, counts, rounds: int, rng) -> list[dict]:
 
 
 def cpu_case(table: np.ndarray, n: int, rounds: int, rng) -> dict:
+    """Every method gets fresh random indices (or blocks, for the copy) of its own in every round: none reads rows
+    that an earlier round, or the method before it, left in the caches (480 MB of L3 on the development machine).
+    With few indices a round repeats the call ``reps`` times over different ones, so that each timing covers at
+    least 100K rows instead of a fraction of a millisecond."""
+    reps = max(1, 100_000 // n)
     t = torch.from_numpy(table)
-    idx = rng.integers(0, table.shape[0], n)
-    ti = torch.from_numpy(idx)
+
+    def draws(high):
+        return [[rng.integers(0, high, n if high == table.shape[0] else None) for _ in range(reps)]
+                for _ in range(rounds + 1)]
+
+    starts, idx, t_idx = draws(table.shape[0] - n), draws(table.shape[0]), draws(table.shape[0])
+    t_idx = [[torch.from_numpy(i) for i in r] for r in t_idx]
     out = np.empty((n, table.shape[1]), table.dtype)
-    tout = torch.from_numpy(np.empty_like(out))
-    src = table[(table.shape[0] - n) // 2:][:n]  # n contiguous rows from the middle of the table
-    times = interleaved({"copy": lambda: np.copyto(out, src), "numba": lambda: gather_rows(table, idx, out),
-                         "torch": lambda: torch.index_select(t, 0, ti, out=tout)}, rounds)
-    gb = out.nbytes / 1e9
+    t_out = torch.from_numpy(np.empty_like(out))
+
+    def copy(r):
+        for s in starts[r]:
+            np.copyto(out, table[s:s + n])
+
+    def numba(r):
+        for i in idx[r]:
+            gather_rows(table, i, out)
+
+    def index_select(r):
+        for i in t_idx[r]:
+            torch.index_select(t, 0, i, out=t_out)
+
+    times = interleaved({"copy": copy, "numba": numba, "torch": index_select}, rounds)
+    gb = reps * out.nbytes / 1e9
     return {"width": table.shape[1] * table.itemsize, "n": n,
             **{k: gb / statistics.median(v) for k, v in times.items()},
             "vs_copy": statistics.median(a / b for a, b in zip(times["copy"], times["numba"])),
@@ -93,7 +117,7 @@ def gpu_case(table: np.ndarray, env, n: int, rounds: int, rng) -> dict:
     src = pinned[(table.shape[0] - n) // 2:][:n]
 
     def sync(fn):
-        def run():
+        def run(_round):
             fn()
             torch.cuda.synchronize()
         return run
@@ -126,22 +150,30 @@ def main() -> None:
     ap.add_argument("--table-gb", type=float, default=4.0, help="table size in GB (default 4)")
     ap.add_argument("--widths", type=int, nargs="+", default=[400, 512, 1536], help="row bytes (fp32)")
     ap.add_argument("--counts", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
-    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--rounds", type=int, default=9)
+    ap.add_argument("--pages", choices=("huge", "4k"), default="huge",
+                    help="the table's pages: huge (advised, as the feature store allocates its host tier) or 4k")
     ap.add_argument("--write", help="a Markdown file whose table (between the markers) is replaced")
     args = ap.parse_args()
     rng = np.random.default_rng(0)
     cpu, gpu = [], []
     for width in args.widths:
         rows = int(args.table_gb * 1e9) // width
-        table = np.empty((rows, width // 4), dtype=np.float32)
-        torch.from_numpy(table).uniform_()  # touches every page (torch fills in parallel)
+        if rows < max(args.counts):
+            ap.error(f"a {args.table_gb:g} GB table holds {rows:,} rows of {width} bytes, fewer than the "
+                     f"{max(args.counts):,} indices the memory copy needs; give a larger --table-gb")
+        shape = (rows, width // 4)
+        table = huge_page_table(shape, torch.float32) if args.pages == "huge" else torch.empty(shape)
+        table = table.uniform_().numpy()  # touches every page (torch fills in parallel)
         cpu += cpu_rows(table, args.counts, args.rounds, rng)
         if torch.cuda.is_available():
             gpu += gpu_rows(table, args.counts, args.rounds, rng)
         del table
     threads = torch.get_num_threads()
-    lines = [f"CPU, {args.table_gb:g} GB table of fp32 rows, random indices, {threads} threads, medians of "
-             f"{args.rounds} interleaved rounds (GB/s of gathered rows):", "",
+    pages = "huge pages (advised)" if args.pages == "huge" else "4 KB pages"
+    lines = [f"CPU, {args.table_gb:g} GB table of fp32 rows on {pages}, fresh random indices for every method and round, "
+             f"{threads} threads, medians of {args.rounds} interleaved rounds of at least 100K rows each "
+             "(GB/s of gathered rows):", "",
              "| row bytes | indices | memory copy GB/s | numba gather GB/s | torch.index_select GB/s | "
              "numba / copy | numba / index_select |", "| --- | --- | --- | --- | --- | --- | --- |"]
     for r in cpu:

@@ -12,11 +12,24 @@ from conftest import REPO
 from sylvie.config import resolve_runs
 from sylvie.errors import SylvieError
 from sylvie.features.gather_cpu import gather_rows
+from sylvie.features.host_memory import huge_page_table
 from sylvie.features.store import FeatureStore
 
 
 def _table(rows, width, dtype=np.float32, seed=0):
     return np.random.default_rng(seed).standard_normal((rows, width)).astype(dtype)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("shape, dtype", [((3000, 100), torch.float32), ((7, 3), torch.float16), ((0, 5), torch.float32)])
+def test_a_huge_page_table_is_an_ordinary_writable_tensor(shape, dtype):
+    t = huge_page_table(shape, dtype)
+    assert t.shape == shape and t.dtype == dtype and t.is_contiguous() and not t.is_pinned()
+    values = torch.arange(t.numel(), dtype=torch.float32).reshape(shape).to(dtype)
+    t.copy_(values)
+    table = t.numpy()
+    del t  # the array keeps the memory
+    assert np.array_equal(gather_rows(table, np.arange(shape[0])[::-1].copy()), values.numpy()[::-1])
 
 
 @pytest.mark.unit

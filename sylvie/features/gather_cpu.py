@@ -53,9 +53,8 @@ def gather_rows(table: np.ndarray, idx: np.ndarray, out: np.ndarray | None = Non
         raise ValueError(f"out must be a C-contiguous {table.dtype} array of shape {(idx.shape[0], table.shape[1])}")
     if idx.size:  # rows as the widest unsigned words that tile them: a bitwise copy of any dtype, in few words
         row_bytes = table.shape[1] * table.dtype.itemsize
-        as_bits = _BITS[next(w for w in (8, 4, 2, 1) if row_bytes % w == 0)]  # >= the itemsize, which divides it
-        rows_t = table.view(np.uint8).reshape(table.shape[0], row_bytes).view(as_bits)
-        rows_o = out.view(np.uint8).reshape(out.shape[0], row_bytes).view(as_bits)
+        word = _BITS[next(w for w in (8, 4, 2, 1) if row_bytes % w == 0)]  # >= the itemsize, which divides it
+        rows_t, rows_o = table.view(word), out.view(word)  # C-contiguous: only the last axis changes
         if _gather(rows_t, idx.astype(np.int64, copy=False), rows_o):
             check_gather(table, idx)  # names the first bad index
     return out

@@ -16,6 +16,7 @@ import torch
 from sylvie.comm.lowbit.format import FULL_PRECISION
 from sylvie.comm.remote_rows import RemoteRows
 from sylvie.comm.stats import CommStats
+from sylvie.features.host_memory import huge_page_table
 from sylvie.features.store import FeatureStore, check_store_options
 
 
@@ -46,9 +47,11 @@ class RankFeatures:
         own_rows = np.asarray(own_rows)
         self.num_own, self.num_cached = local_order.shape[0], int(cached_ids.numel())
         check_store_options(gpu_fraction, zero_copy, torch.device(device).type == "cuda")
-        pinned = torch.device(device).type == "cuda" and zero_copy != "off"  # read zero-copy: allocate it pinned
-        table = torch.empty((self.num_own + self.num_cached, own_rows.shape[1]),
-                            dtype=torch.from_numpy(own_rows[:0]).dtype, pin_memory=pinned)
+        shape, dtype = (self.num_own + self.num_cached, own_rows.shape[1]), torch.from_numpy(own_rows[:0]).dtype
+        if torch.device(device).type == "cuda" and zero_copy != "off":  # read zero-copy: allocate it pinned
+            table = torch.empty(shape, dtype=dtype, pin_memory=True)
+        else:  # gathered by the CPU at random: huge pages spare it most TLB misses
+            table = huge_page_table(shape, dtype)
         np.take(own_rows, local_order - lo, axis=0, out=table[:self.num_own].numpy())  # hottest first
         dtype = torch.int32 if n + self.num_cached < 2**31 else torch.int64
         self.slot = torch.full((n,), -1, dtype=dtype)

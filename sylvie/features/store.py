@@ -9,8 +9,8 @@ Tiers, fastest first:
   builds it (it already copies the shard's memory-mapped rows into VIP order there), rather than the shard's
   memory-mapped file registered in place: those pages are file-backed and read-only, the VIP order is not the
   file's, and pinning a file mapping would lock the whole file. With ``zero_copy`` off (or no GPU) the host tier is
-  gathered by the CPU in parallel (``gather_cpu``) and, with a GPU, copied over from a pinned staging buffer (the
-  conventional path).
+  gathered by the CPU in parallel (``gather_cpu``; the rank allocates that table on huge pages, ``host_memory``)
+  and, with a GPU, copied over from a pinned staging buffer (the conventional path).
 
 ``gather(slots)`` returns the rows of table positions ``slots`` on the training device, bitwise the same whatever
 the tiers; bytes served per tier are counted. On a GPU the gather runs on a CUDA stream of its own and is complete
