@@ -171,8 +171,8 @@ def main() -> None:
         del table
     threads = torch.get_num_threads()
     pages = "huge pages (advised)" if args.pages == "huge" else "4 KB pages"
-    lines = [f"CPU, {args.table_gb:g} GB table of fp32 rows on {pages}, fresh random indices for every method and round, "
-             f"{threads} threads, medians of {args.rounds} interleaved rounds of at least 100K rows each "
+    lines = [f"CPU, {args.table_gb:g} GB table of fp32 rows on {pages}, fresh random indices for every method and "
+             f"round, {threads} threads, medians of {args.rounds} interleaved rounds of at least 100K rows each "
              "(GB/s of gathered rows):", "",
              "| row bytes | indices | memory copy GB/s | numba gather GB/s | torch.index_select GB/s | "
              "numba / copy | numba / index_select |", "| --- | --- | --- | --- | --- | --- | --- |"]

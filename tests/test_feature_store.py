@@ -21,7 +21,8 @@ def _table(rows, width, dtype=np.float32, seed=0):
 
 
 @pytest.mark.unit
-@pytest.mark.parametrize("shape, dtype", [((3000, 100), torch.float32), ((7, 3), torch.float16), ((0, 5), torch.float32)])
+@pytest.mark.parametrize("shape, dtype", [((3000, 100), torch.float32), ((7, 3), torch.float16),
+                                          ((0, 5), torch.float32)])
 def test_a_huge_page_table_is_an_ordinary_writable_tensor(shape, dtype):
     t = huge_page_table(shape, dtype)
     assert t.shape == shape and t.dtype == dtype and t.is_contiguous() and not t.is_pinned()
