@@ -40,7 +40,8 @@ def _vip(args) -> None:
           f"sampled per minibatch {expected} -> {args.out}")
 
 
-def _train(args) -> None:
+def _as_rank() -> None:
+    """Set-up of a process that may be one rank of a torchrun (train, partition-parallel evaluate)."""
     # torchrun gives each rank OMP_NUM_THREADS (1 when it starts several); numba's kernels (Low-bit Module)
     # take the same number, as numba's spinning OpenMP workers would otherwise steal the other ranks' cores.
     # It must be set before numba is imported.
@@ -49,13 +50,9 @@ def _train(args) -> None:
     if "LOCAL_RANK" in os.environ:  # a rank dies with its torchrun, however torchrun ends
         from sylvie.process_tree import die_with_parent
         die_with_parent()
-    from sylvie.config import section_from_args
-    from sylvie.train.run import run_training
 
-    run_training(args.partition, args.out, section_from_args(args, "model"),
-                 section_from_args(args, "train", skip=("seeds",)), section_from_args(args, "comm"), args.seed,
-                 section_from_args(args, "sampling"), section_from_args(args, "cache"), args.vip,
-                 section_from_args(args, "features"))
+
+def _rank_done() -> None:
     if "LOCAL_RANK" in os.environ:
         # Under torchrun: outputs are written and closed, the process group is gone. Skip the C++ static
         # destructors at interpreter exit (gloo, libxsmm), which can abort ("terminate called without an
@@ -65,11 +62,32 @@ def _train(args) -> None:
         os._exit(0)
 
 
-def _evaluate(args) -> None:
-    from sylvie.evaluate import evaluate
+def _train(args) -> None:
+    _as_rank()
+    from sylvie.config import section_from_args
+    from sylvie.train.run import run_training
 
-    r = evaluate(args.dataset, args.model, args.out)
-    print(f"{r['dataset']}: train {r['train_acc']:.4f}, val {r['val_acc']:.4f}, test {r['test_acc']:.4f} -> {args.out}")
+    run_training(args.partition, args.out, section_from_args(args, "model"),
+                 section_from_args(args, "train", skip=("seeds",)), section_from_args(args, "comm"), args.seed,
+                 section_from_args(args, "sampling"), section_from_args(args, "cache"), args.vip,
+                 section_from_args(args, "features"))
+    _rank_done()
+
+
+def _evaluate(args) -> None:
+    if args.partition:
+        _as_rank()
+        from sylvie.evaluate.partitioned import evaluate_partitioned
+
+        r = evaluate_partitioned(args.partition, args.model, args.out, args.predictions)
+    else:
+        from sylvie.evaluate import evaluate
+
+        r = evaluate(args.dataset, args.model, args.out, args.predictions)
+    if r is not None:
+        print(f"{r['dataset']}: train {r['train_acc']:.4f}, val {r['val_acc']:.4f}, test {r['test_acc']:.4f} "
+              f"({r['inference']}) -> {args.out}", flush=True)
+    _rank_done()
 
 
 def _report(args) -> None:
@@ -159,12 +177,19 @@ def build_parser() -> argparse.ArgumentParser:
                                                 "the local rows hottest first)")
     t.set_defaults(func=_train)
 
-    e = sub.add_parser("evaluate", help="whole-graph inference in full precision; writes eval.json",
-                       description="Evaluate a trained model on the whole graph in one process (OGB Evaluator for "
-                                   "ogbn-* datasets) and write eval.json.")
-    e.add_argument("--dataset", required=True, help="canonical graph directory")
+    e = sub.add_parser("evaluate", help="full-precision inference: whole graph or partition-parallel; writes eval.json",
+                       description="Evaluate a trained model in full precision and write eval.json (OGB Evaluator "
+                                   "for ogbn-* datasets). --dataset: whole-graph inference in one process (the "
+                                   "reference; the whole graph must fit in memory). --partition: partition-parallel "
+                                   "inference, one rank per part with fp32 halo exchange per layer, launched like "
+                                   "training: sylvie launch --ranks P -- sylvie evaluate --partition DIR ...")
+    where = e.add_mutually_exclusive_group(required=True)
+    where.add_argument("--dataset", help="canonical graph directory: whole-graph inference in this process")
+    where.add_argument("--partition", help="partition directory the model was trained on: one rank per part")
     e.add_argument("--model", required=True, help="model.pt written by `sylvie train`")
     e.add_argument("--out", required=True, help="eval.json to write")
+    e.add_argument("--predictions", metavar="NPY", help="also write every node's predicted class, in the dataset's "
+                                                        "node order, to this .npy file")
     e.set_defaults(func=_evaluate)
 
     r = sub.add_parser("report", help="HTML report with plots and a table comparing runs",

@@ -20,7 +20,7 @@ import yaml
 from sylvie.errors import SylvieError
 
 SCHEMA_PATH = Path(__file__).parent / "schema" / "config.schema.yaml"
-SECTIONS = ("partition", "model", "train", "comm", "sampling", "cache", "features")
+SECTIONS = ("partition", "model", "train", "comm", "sampling", "cache", "features", "evaluate")
 
 
 @lru_cache(maxsize=1)
@@ -59,6 +59,7 @@ class Run:
     sampling: object
     cache: object
     features: object
+    evaluate: object
 
     @property
     def partition_id(self) -> str:

@@ -31,7 +31,7 @@ ALLOWED = {
             "partition", "data", "base"},
     "bench": {"launch", "base"},
     "launch": {"base"},
-    "evaluate": {"models", "data", "base"},
+    "evaluate": {"train", "partition", "models", "data", "base"},  # partition-parallel inference runs like training
     "vip": {"features", "partition", "base"},  # the vip stage: partition in, VIP per part out
     "report": {"base"},
     "train": {"features", "comm", "kernels", "models", "partition", "data", "base"},

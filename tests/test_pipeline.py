@@ -173,3 +173,22 @@ def test_cache_changes_rerun_train_onward_and_fanout_changes_rerun_vip_onward(fi
         assert jobs == {"vip": 1, "train": 7, "evaluate": 7, "report": 1, "all": 1}, jobs  # the sampled runs only
     finally:
         cfg.write_text(original)
+
+
+@pytest.mark.e2e
+def test_partition_parallel_evaluation_in_the_pipeline(finished_pipeline):
+    """evaluate.mode partitioned for one run reruns only its evaluations (as `sylvie launch` of 4 ranks), and they
+    write the eval.json whole-graph evaluation wrote."""
+    cfg = finished_pipeline / "config" / "config.yaml"
+    original = cfg.read_text()
+    before = json.loads((finished_pipeline / "results/gcn-p4/seed0/eval.json").read_text())
+    try:
+        cfg.write_text(original.replace("  gcn-p4: {}", "  gcn-p4: {evaluate: {mode: partitioned}}"))
+        assert scheduled_jobs(finished_pipeline) == {"evaluate": 3, "report": 1, "all": 1}
+        run([str(BIN / "snakemake"), "--cores", "2", "results/gcn-p4/seed0/eval.json"], cwd=finished_pipeline)
+        after = json.loads((finished_pipeline / "results/gcn-p4/seed0/eval.json").read_text())
+        assert before.pop("inference") == "whole graph, one process"
+        assert after.pop("inference") == "partition-parallel, 4 ranks"
+        assert after == before
+    finally:
+        cfg.write_text(original)

@@ -38,6 +38,22 @@ def load(name: str, options) -> Graph:
     return synthetic.generate_from(options, name)
 
 
+# Published node counts (Planetoid: Yang et al. 2016; OGB: Hu et al. 2020), known before anything is downloaded.
+NUM_NODES = {"cora": 2_708, "citeseer": 3_327, "pubmed": 19_717, "ogbn-arxiv": 169_343, "ogbn-products": 2_449_029,
+             "ogbn-papers100M": 111_059_956}
+
+
+def num_nodes_before_download(name: str, options) -> int:
+    """How many nodes dataset ``name`` will have: its published size, or the synthetic generator's setting (the
+    pipeline decides from it how to evaluate before the dataset exists)."""
+    if source_of(name, options.source) == "synthetic":
+        return int(options.nodes)
+    if name not in NUM_NODES:
+        raise SylvieError(f"dataset '{name}': its node count is not known before download; set evaluate.mode to "
+                          f"whole or partitioned for its runs instead of auto")
+    return NUM_NODES[name]
+
+
 def raw_inputs(name: str, options) -> tuple[str, ...]:
     """The folders a dataset is read from (never an output location)."""
     source = source_of(name, options.source)

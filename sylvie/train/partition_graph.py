@@ -39,11 +39,15 @@ class PartitionGraph:
         self.masks = {s: torch.tensor(getattr(shard, s), device=dev) for s in SPLITS}
 
     @torch.no_grad()
-    def accuracy(self, model) -> dict[str, float]:
-        """Accuracy on the train / val / test nodes of all ranks (eval mode: no dropout), full neighbourhoods."""
+    def predict(self, model) -> torch.Tensor:
+        """The predicted class of every inner row (eval mode: no dropout), full neighbourhoods, fp32 halo rows;
+        collective: every rank calls it."""
         model.eval()
-        pred = model(self.block, self.x, self.eval_halo).argmax(1)
-        right = pred == self.labels
+        return model(self.block, self.x, self.eval_halo).argmax(1)
+
+    def accuracy(self, model) -> dict[str, float]:
+        """Accuracy on the train / val / test nodes of all ranks."""
+        right = self.predict(model) == self.labels
         counts = torch.tensor([[float((right & self.masks[s]).sum()), float(self.masks[s].sum())] for s in SPLITS],
                               dtype=torch.float64)
         counts = sum_over_ranks(counts, self.ctx.device)

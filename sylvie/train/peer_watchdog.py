@@ -27,8 +27,8 @@ def collective_timeout(timeout_s: float) -> float:
 
 
 class PeerWatchdog:
-    def __init__(self, rank: int, world: int, timeout_s: float):
-        self.rank, self.world, self.timeout = rank, world, float(timeout_s)
+    def __init__(self, rank: int, world: int, timeout_s: float, stage: str = "train"):
+        self.rank, self.world, self.timeout, self.stage = rank, world, float(timeout_s), stage
         self.interval = min(5.0, max(0.5, self.timeout / 20))
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -62,7 +62,7 @@ class PeerWatchdog:
     def _fail(self, message: str) -> None:
         if self._stop.is_set():
             return
-        line = f"sylvie train: error on rank {self.rank}: {message}"
+        line = f"sylvie {self.stage}: error on rank {self.rank}: {message}"
         print(line, file=sys.stderr, flush=True)
         record_failure(message)
         os._exit(1)  # the main thread may be blocked inside a collective; torchrun then stops the other ranks

@@ -52,3 +52,33 @@ def slurm_resource(name):
 
 for _name in RUNS:  # a `launch` that cannot place a run stops the pipeline at start, naming the run
     geometry(_name)
+
+
+def partitioned_evaluation(run_name):
+    """Whether the run's models are evaluated partition-parallel, one rank per part (config evaluate.mode; auto:
+    when the dataset has more than evaluate.partitioned_above nodes, known before it is downloaded)."""
+    r = RUNS[run_name]
+    if r.evaluate.mode != "auto":
+        return r.evaluate.mode == "partitioned"
+    return num_nodes_before_download(r.dataset, dataset_options(config, r.dataset)) > r.evaluate.partitioned_above
+
+
+def evaluate_inputs(wc):
+    """The model and what inference reads: the partition (partition-parallel) or the whole dataset."""
+    data = partition_dir(wc.run) if partitioned_evaluation(wc.run) else dataset_dir(wc.run)
+    return {"model": f"results/{wc.run}/seed{wc.seed}/model.pt", "data": data}
+
+
+def evaluate_command(wc, input, output, threads):
+    """`sylvie evaluate` in one process, or its ranks started like training's (`sylvie launch`)."""
+    if not partitioned_evaluation(wc.run):
+        return f"sylvie evaluate --dataset {input.data} --model {input.model} --out {output}"
+    g = geometry(wc.run)
+    return (f"sylvie launch --watch-pid $PPID --ranks {RUNS[wc.run].partition.parts} --nodes {g.nodes} "
+            f"--gpus-per-node {g.gpus_per_node} --cpus-per-rank {g.cpus_per_rank} --threads {threads} -- "
+            f"sylvie evaluate --partition {input.data} --model {input.model} --out {output}")
+
+
+def evaluate_slurm_resource(name):
+    """Resource ``name`` of an evaluate job: a training job's when partition-parallel, else none requested."""
+    return lambda wc: slurm_resources(geometry(wc.run))[name] if partitioned_evaluation(wc.run) else None

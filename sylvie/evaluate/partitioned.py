@@ -1,0 +1,77 @@
+"""Partition-parallel evaluation: one rank per part, launched like training (``sylvie launch -- sylvie evaluate
+--partition ...``). Each rank holds only its shard; a full-neighbourhood forward pass over the rank's inner rows,
+with every layer's halo rows exchanged in fp32 (``PartitionGraph``, the same pass both trainers validate with),
+predicts its nodes, for full-graph and sampled models alike. Rank 0 collects the labels and predictions of the
+labelled nodes and writes the same ``eval.json`` as whole-graph evaluation; with ``predictions`` it also collects
+every node's class and writes them in the dataset's node order.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch.distributed as dist
+
+from sylvie.errors import SylvieError
+from sylvie.evaluate.result import SPLITS, write_eval
+from sylvie.evaluate.trained_model import load_trained, model_for_inference
+from sylvie.evaluate.whole_graph import write_predictions
+from sylvie.output_dir import check_location
+from sylvie.partition.shard_reader import read_manifest, read_shard
+from sylvie.train.distributed import init_distributed, shutdown
+from sylvie.train.partition_graph import PartitionGraph
+from sylvie.train.peer_watchdog import PeerWatchdog, collective_timeout
+
+
+def evaluate_partitioned(partition_dir: str | Path, model_path: str | Path, out_path: str | Path,
+                         predictions: str | Path | None = None) -> dict | None:
+    """On every rank of a run with one rank per part; rank 0 writes ``out_path`` (and ``predictions``) and returns
+    eval.json's content, the other ranks None. Waits on peers are bounded by the run's ``train.timeout``."""
+    check_location(out_path, inputs=(partition_dir, model_path), stage="sylvie evaluate")
+    if predictions:
+        check_location(predictions, inputs=(partition_dir, model_path), stage="sylvie evaluate",
+                       flag="--predictions")
+    manifest = read_manifest(partition_dir)
+    ckpt = load_trained(model_path)
+    model, model_cfg = model_for_inference(ckpt, model_path, manifest["dataset_fingerprint"], partition_dir)
+    train_cfg = ckpt["train_cfg"]
+    timeout = float(train_cfg.get("timeout", 120))
+    ctx = init_distributed(train_cfg.get("device", "auto"), collective_timeout(timeout))
+    watchdog = PeerWatchdog(ctx.rank, ctx.world, timeout, stage="evaluate")
+    finished = False
+    try:
+        if ctx.world != manifest["num_parts"]:
+            raise SylvieError(f"{partition_dir} has {manifest['num_parts']} parts but {ctx.world} ranks were started; "
+                              f"launch with --ranks {manifest['num_parts']} (one rank per part)")
+        watchdog.start()
+        shard = read_shard(partition_dir, ctx.rank, manifest)
+        graph = PartitionGraph(ctx, shard, model_cfg.self_loop)
+        pred = graph.predict(model.to(ctx.device)).cpu().numpy()
+        label = np.asarray(shard.label)
+        mine = {s: (label[np.asarray(getattr(shard, s))], pred[np.asarray(getattr(shard, s))]) for s in SPLITS}
+        if predictions:
+            mine["all"] = (np.asarray(shard.global_id), pred)
+        parts = _gather_to_rank0(mine, ctx.world)
+        result = None
+        if ctx.rank == 0:
+            rows = {s: tuple(np.concatenate([p[s][k] for p in parts]) for k in (0, 1)) for s in mine}
+            if predictions:
+                ids, pred_all = rows.pop("all")  # a shard's global ids are the dataset's node ids
+                in_order = np.empty(manifest["num_nodes"], np.int64)
+                in_order[ids] = pred_all
+                write_predictions(predictions, in_order)
+            result = write_eval(out_path, manifest["dataset"], ckpt, rows,
+                                f"partition-parallel, {ctx.world} ranks")
+        finished = True
+        return result
+    finally:
+        shutdown(finished)
+        watchdog.stop()
+
+
+def _gather_to_rank0(obj, world: int) -> list | None:
+    if world == 1:
+        return [obj]
+    parts = [None] * world if dist.get_rank() == 0 else None
+    dist.gather_object(obj, parts, dst=0)
+    return parts
