@@ -1,5 +1,6 @@
 """DGL blocks the models run on: a rank's inner rows as destinations and inner + halo rows as sources, or the
-whole graph (every node inner, no halo). A model knows no more of partitions than that."""
+whole graph (every node inner, no halo: a plain DGL graph, sources and destinations the same rows). A model knows
+no more of partitions than that."""
 from __future__ import annotations
 
 import warnings
@@ -30,8 +31,14 @@ def local_block(edge_src: np.ndarray, edge_dst: np.ndarray, num_inner: int, num_
         # without self-loops, src/dst are the shard's read-only (memory-mapped) arrays: DGL copies them into
         # its own index and never writes them, so they are shared instead of copied once more
         warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
-        block = dgl.create_block((torch.from_numpy(src), torch.from_numpy(dst)),
-                                 num_src_nodes=num_inner + num_halo, num_dst_nodes=num_inner)
+        edges = (torch.from_numpy(src), torch.from_numpy(dst))
+        if num_halo == 0:
+            # No halo rows (one partition, the whole graph): a graph, whose sources are its destinations. DGL's
+            # convolutions then use the rows as they are instead of slicing out the destinations, whose backward
+            # writes a zero gradient for every row and adds into it (measured: 5-10% of a GraphSAGE epoch).
+            block = dgl.graph(edges, num_nodes=num_inner)
+        else:
+            block = dgl.create_block(edges, num_src_nodes=num_inner + num_halo, num_dst_nodes=num_inner)
     block.srcdata["out_degree"] = torch.from_numpy(out_deg)
     block.dstdata["in_degree"] = torch.from_numpy(in_deg)
     return block.to(device)

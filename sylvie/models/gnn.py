@@ -66,8 +66,11 @@ class GNN(nn.Module):
                 # Halo rows travel before dropout: each rank drops out its own source rows, and what goes on
                 # the wire is a function of the weights alone, so it changes slowly from epoch to epoch
                 # (what stale, pipelined halo data relies on) and carries no dropout noise.
-                if halo is not None:
-                    h = torch.cat([h, halo(h, i)])
+                rows = halo(h, i) if halo is not None else None
+                # no rows and no backward of their own (one rank): skip the copy cat would make of every row. A
+                # rank without halo rows among several still concatenates: its backward joins the collective.
+                if rows is not None and (rows.shape[0] or rows.grad_fn is not None):
+                    h = torch.cat([h, rows])
                 h = self.dropout(h)
                 if h.shape[0] != block.num_src_nodes():
                     raise RuntimeError(f"layer {i}: got {h.shape[0]} rows for {block.num_src_nodes()} source nodes; "
