@@ -26,7 +26,6 @@ from markdown_section import write_section
 
 from sylvie.config import section
 from sylvie.data.graph import load_graph
-from sylvie.models import build_model
 from sylvie.partition.shard_reader import read_shard
 from sylvie.train.distributed import Context
 from sylvie.train.trainer import FullGraphTrainer
