@@ -51,6 +51,15 @@ def test_synthetic_is_deterministic_and_class_informative():
     assert a.fingerprint() == b.fingerprint() != c.fingerprint()
     a.validate("synthetic")
     assert abs(a.num_edges / a.num_nodes - 8) < 1.0
-    same_class = (a.labels[a.src] == a.labels[a.dst]).mean()
-    assert same_class > 0.7  # homophily 0.8 plus chance
+    clean = generate_from(section("dataset", {"nodes": 3000, "avg_degree": 8, "features": 16, "classes": 4, "seed": 3,
+                                              "label_noise": 0}))
+    assert np.array_equal(clean.src, a.src) and np.array_equal(clean.dst, a.dst)  # labels do not move edges
+    assert (clean.labels[clean.src] == clean.labels[clean.dst]).mean() > 0.8  # homophily 0.8 plus chance
+    atypical = (a.labels != clean.labels).mean()  # 0.3 redrawn, 3 in 4 of them to another class
+    assert 0.19 < atypical < 0.26
+    centroid = np.stack([a.features[a.labels == k].mean(0) for k in range(4)])  # features follow the label
+    nearest = np.argmin(((a.features[:, None, :] - centroid[None]) ** 2).sum(-1), axis=1)
+    moved = a.labels != clean.labels  # atypical nodes: their features point to their label more than their block
+    assert (nearest[moved] == a.labels[moved]).mean() > 2 * (nearest[moved] == clean.labels[moved]).mean()
+    assert abs(float(a.features.std()) - 1.0) < 0.05  # scaled to unit variance
     assert set(zip(a.src.tolist(), a.dst.tolist())) == set(zip(a.dst.tolist(), a.src.tolist()))
