@@ -216,7 +216,8 @@ def add_section_arguments(parser: argparse.ArgumentParser, section: str, skip: t
             continue
         flag = "--" + key.replace("_", "-")
         kind = spec["type"][0] if isinstance(spec["type"], list) else spec["type"]
-        kwargs = {"dest": f"{section}.{key}", "default": spec.get("default"), "help": spec.get("description", "").replace("%", "%%")}  # argparse formats help with %
+        help_text = spec.get("description", "").replace("%", "%%")  # argparse formats help with %
+        kwargs = {"dest": f"{section}.{key}", "default": spec.get("default"), "help": help_text}
         if kind == "boolean":
             group.add_argument(flag, action=argparse.BooleanOptionalAction, **kwargs)
         elif kind == "array":  # e.g. --fanouts 15 10 5
