@@ -30,7 +30,8 @@ def test_default_pipeline_writes_report(finished_pipeline):
     for run_name in ("gcn-p4", "sage-p4", "gcn-p4-1bit", "sage-p4-1bit", "gcn-p4-1bit-pipe-k5", "gcn-p4-1bit-adaptive",
                      "gcn-p1", "sage-p4-sampled-vip0.2", "sage-p4-sampled-nocache", "sage-p4-sampled-nocache-1bit"):
         assert run_name in html
-    assert html.count("data:image/png;base64,") == 5
+    assert html.count("data:image/png;base64,") == 6
+    assert "s to target" in html and "Validation accuracy against seconds of training" in html
     assert "sampled, vip cache α=0.2" in html and "sampled, no cache" in html and "cache hits" in html
 
 

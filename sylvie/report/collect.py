@@ -62,6 +62,29 @@ def summarise(outputs: list[RunOutput]) -> dict:
     }
 
 
+def accuracy_over_time(outputs: list[RunOutput]) -> tuple[np.ndarray, np.ndarray]:
+    """Validation accuracy against training wall-clock, means over seeds: the seconds of training (epoch times,
+    evaluation excluded) summed up to the end of each epoch, and that epoch's validation accuracy (nan when the
+    epoch was not evaluated)."""
+    n = min(len(o.metrics) for o in outputs)
+    seconds = np.mean([np.cumsum(np.nan_to_num(o.series("epoch_time")[:n])) for o in outputs], axis=0)
+    return seconds, np.mean([o.series("val_acc")[:n] for o in outputs], axis=0)
+
+
+def accuracy_target(runs: dict[str, list[RunOutput]], share: float = 0.98) -> float:
+    """A validation accuracy every run reaches: ``share`` of the lowest best (mean) validation accuracy of any
+    run."""
+    best = [np.nanmax(acc) for _, acc in map(accuracy_over_time, runs.values()) if not np.isnan(acc).all()]
+    return share * min(best) if best else float("nan")
+
+
+def time_to_accuracy(outputs: list[RunOutput], target: float) -> float:
+    """Seconds of training until the mean validation accuracy first reaches ``target`` (nan if never)."""
+    seconds, acc = accuracy_over_time(outputs)
+    reached = np.nonzero(acc >= target)[0]
+    return float(seconds[reached[0]]) if reached.size else float("nan")
+
+
 def exchange_mode(evaluation: dict) -> str:
     """How a run moved data, in words: full-graph halo exchange sync, pipelined, pipelined K=5, adaptive K=5; for
     sampled runs the cache: vip cache α=0.2, no cache."""

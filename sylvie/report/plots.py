@@ -9,9 +9,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from sylvie.report.collect import RunOutput, summarise  # noqa: E402
+from sylvie.report.collect import RunOutput, accuracy_over_time, accuracy_target, summarise  # noqa: E402
 
-PLOTS = ("loss", "accuracy", "epoch_time", "bytes", "rows")
+PLOTS = ("loss", "accuracy", "time_to_accuracy", "epoch_time", "bytes", "rows")
 
 
 def _mean_curve(outputs: list[RunOutput], key: str) -> np.ndarray:
@@ -58,6 +58,25 @@ def _bars(runs, columns, ylabel, path, scale=1.0, overlay=None):
     plt.close(fig)
 
 
+def _time_to_accuracy(runs, path):
+    """Validation accuracy against seconds of training, one line per run, and the common target."""
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for name, outputs in runs.items():
+        seconds, acc = accuracy_over_time(outputs)
+        evaluated = ~np.isnan(acc)
+        ax.plot(seconds[evaluated], acc[evaluated], "-", label=name)
+    target = accuracy_target(runs)
+    if not np.isnan(target):
+        ax.axhline(target, color="gray", linestyle="--", linewidth=1, label=f"target {target:.1%}")
+    ax.set_xlabel("seconds of training (evaluation excluded), mean over seeds")
+    ax.set_ylabel("validation accuracy")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def _empty(path, text):
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.text(0.5, 0.5, text, ha="center", va="center")
@@ -71,6 +90,7 @@ def write_plots(runs: dict[str, list[RunOutput]], out_dir: Path) -> dict[str, Pa
     paths = {name: out_dir / f"{name}.png" for name in PLOTS}
     _curves(runs, [("loss", "-")], "training loss (mean over seeds)", paths["loss"], logy=True)
     _curves(runs, [("val_acc", "-"), ("test_acc", "--")], "accuracy (mean over seeds)", paths["accuracy"])
+    _time_to_accuracy(runs, paths["time_to_accuracy"])
     _bars(runs, [("compute_time", "compute"), ("codec_time", "encode/decode"), ("comm_time", "communication")],
           "seconds per epoch", paths["epoch_time"], overlay=("hidden_comm_time", "communication hidden (overlapped)"))
     _bars(runs, [("mb_sent", "bytes on the wire, all ranks")], "MB per epoch", paths["bytes"])
