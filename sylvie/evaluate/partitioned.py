@@ -36,7 +36,7 @@ def evaluate_partitioned(partition_dir: str | Path, model_path: str | Path, out_
     model, model_cfg = model_for_inference(ckpt, model_path, manifest["dataset_fingerprint"], partition_dir)
     train_cfg = ckpt["train_cfg"]
     timeout = float(train_cfg.get("timeout", 120))
-    ctx = init_distributed(train_cfg.get("device", "auto"), collective_timeout(timeout))
+    ctx = init_distributed("auto", collective_timeout(timeout))  # a GPU if this machine has one, else the CPU
     watchdog = PeerWatchdog(ctx.rank, ctx.world, timeout, stage="evaluate")
     finished = False
     try:
