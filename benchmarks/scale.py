@@ -1,0 +1,150 @@
+"""Every stage of the pipeline on a synthetic graph shaped like ogbn-products, at 1/4, 1/2 and full scale: wall
+time and peak memory, and how they grow from 1/4 to full scale (linear would be 4x).
+
+    python benchmarks/scale.py                          # 1/4, 1/2 and 1 x 2,449,029 nodes (hours on 2 cores)
+    python benchmarks/scale.py --scales 0.25 --write benchmarks/README.md
+
+The graph: 2,449,029 nodes, average degree 50 (122M directed edges), 100 features, 47 classes, 8% of the nodes
+for training and 1.6% for validation (ogbn-products' shape), the generator's default label noise and feature
+noise. Stages, each a fresh command as the pipeline runs it: ``sylvie download synthetic`` (generate),
+``sylvie partition`` (4 METIS parts), ``sylvie vip`` (fanouts 15, 10, 5; batch 1024), one epoch of full-graph
+training and one of sampled training (VIP cache, alpha 0.2) on 4 ranks (``sylvie launch``; GraphSAGE 3 x 64, the
+size that trains products full-graph on this 2-core, 24 GB machine), and partition-parallel evaluation of the
+full-graph model (4 ranks). Peak memory is the largest sum of the proportional set sizes of a stage's processes
+(its process tree, sampled every 0.2 s: memory-mapped shards and libraries the ranks share count once; for one
+process, its own peak RSS from the kernel if larger). With ``--dgl``, the
+largest scale is also partitioned by ``dgl.distributed.partition_graph`` (METIS, 4 parts, 1-hop halo), as
+``benchmarks/partitioners.py`` runs it, beside ``sylvie partition`` on the same graph.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+from markdown_section import write_section
+from partitioners import DGL_CHILD, disk_mb
+
+PRODUCTS_NODES = 2_449_029
+BIN = Path(sys.executable).parent
+SAGE = ["--arch", "sage", "--layers", "3", "--hidden", "64", "--no-self-loop", "--epochs", "1", "--checkpoint-every",
+        "0", "--no-progress"]
+SAMPLING = ["--fanouts", "15", "10", "5", "--batch-size", "1024"]
+
+
+def measured(cmd: list, log: Path) -> tuple[float, float]:
+    """(seconds, peak GB) of one command: the largest summed PSS of its process tree, sampled every 0.2 s, or the
+    command's own peak RSS from the kernel if larger (a one-process stage). Its output goes to ``log``."""
+    t0 = time.perf_counter()
+    with open(log, "w") as out:
+        proc = subprocess.Popen([str(c) for c in cmd], stdout=out, stderr=subprocess.STDOUT)
+        root, peak = psutil.Process(proc.pid), 0
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            try:
+                tree = [root] + root.children(recursive=True)
+                peak = max(peak, sum(_pss(p) for p in tree))
+            except psutil.Error:  # a process ended between listing and reading
+                pass
+            time.sleep(0.2)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        raise SystemExit(f"{' '.join(map(str, cmd[:4]))} … exited {proc.returncode}; see {log}")
+    return time.perf_counter() - t0, max(peak, usage.ru_maxrss * 1024) / 1e9
+
+
+def _pss(p: psutil.Process) -> int:
+    """A process's proportional set size: pages shared with others (the shards and topology every rank maps,
+    the libraries) count once over all of them, not once per process as in the summed RSS."""
+    try:
+        return p.memory_full_info().pss
+    except (psutil.AccessDenied, AttributeError):  # no smaps_rollup: its RSS
+        return p.memory_info().rss
+
+
+def launch(ranks: int, *cmd) -> list:
+    return [BIN / "sylvie", "launch", "--ranks", ranks, "--threads", os.cpu_count(), "--", BIN / "sylvie", *cmd]
+
+
+def stages(work: Path, nodes: int) -> dict:
+    graph, part, vip = work / "graph", work / "metis-p4", work / "vip"
+    full, sampled = work / "runs" / "full", work / "runs" / "sampled"
+    return {
+        "generate": [BIN / "sylvie", "download", "synthetic", "--out", graph, "--nodes", nodes, "--avg-degree", "50",
+                     "--features", "100", "--classes", "47", "--train-fraction", "0.08", "--val-fraction", "0.016"],
+        "partition (4 parts)": [BIN / "sylvie", "partition", graph, "--out", part, "--parts", "4"],
+        "vip": [BIN / "sylvie", "vip", part, "--out", vip, *SAMPLING, "--no-progress"],
+        "train full-graph, 1 epoch": launch(4, "train", "--partition", part, "--out", full, *SAGE),
+        "train sampled, 1 epoch": launch(4, "train", "--partition", part, "--out", sampled, "--mode", "sampled",
+                                         *SAMPLING, "--vip", vip, "--alpha", "0.2", *SAGE),
+        "evaluate, partition-parallel": launch(4, "evaluate", "--partition", part, "--model", full / "model.pt",
+                                               "--out", work / "eval.json"),
+    }
+
+
+def dgl_side_by_side(work: Path) -> list[tuple]:
+    graph, ours, theirs = work / "graph", work / "metis-p4-again", work / "dgl-p4"
+    secs, rss = measured([BIN / "sylvie", "partition", graph, "--out", ours, "--parts", "4"], work / "ours.log")
+    manifest = json.loads((ours / "manifest.json").read_text())
+    rows = [("sylvie partition", secs, rss, manifest["edge_cut"] / manifest["num_edges"], disk_mb(ours))]
+    log = work / "dgl.log"
+    secs, rss = measured([sys.executable, "-c", DGL_CHILD, graph, theirs, 4], log)
+    cut = json.loads(log.read_text().strip().splitlines()[-1])["cut"]
+    rows.append(("dgl.distributed.partition_graph", secs, rss, cut, disk_mb(theirs)))
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--scales", type=float, nargs="+", default=[0.25, 0.5, 1.0], help="fractions of products' nodes")
+    ap.add_argument("--work", default="results/bench-scale", help="graphs, partitions, runs and logs go here")
+    ap.add_argument("--dgl", action="store_true", help="also DGL's partitioner on the largest scale's graph")
+    ap.add_argument("--write", help="a Markdown file whose tables (between the markers) are replaced")
+    args = ap.parse_args()
+    results = {}
+    for scale in args.scales:
+        work = Path(args.work) / f"x{scale:g}"
+        (work / "logs").mkdir(parents=True, exist_ok=True)
+        nodes = int(round(PRODUCTS_NODES * scale))
+        results[scale] = {}
+        for name, cmd in stages(work, nodes).items():
+            log = work / "logs" / (name.split()[0] + ("-" + name.split()[1] if name.startswith("train") else "")
+                                   + ".log").replace(",", "")
+            results[scale][name] = measured(cmd, log)
+            print(f"x{scale:g} ({nodes:,} nodes) {name}: {results[scale][name][0]:.1f} s, "
+                  f"{results[scale][name][1]:.2f} GB", flush=True)
+        accuracy = json.loads((work / "eval.json").read_text())["test_acc"]
+        print(f"x{scale:g}: test accuracy after one full-graph epoch {accuracy:.3f}", flush=True)
+    scales = sorted(results)
+    lo, hi = scales[0], scales[-1]
+    head = " | ".join(f"x{s:g} ({int(round(PRODUCTS_NODES * s)):,} nodes)" for s in scales)
+    lines = ["products-shaped synthetic graph (average degree 50, 100 features, 47 classes), 4 parts, GraphSAGE 3 x "
+             f"64, {os.cpu_count()} cores; seconds / peak GB of each stage:", "",
+             f"| stage | {head} | growth x{lo:g} -> x{hi:g} (time / memory) |",
+             "| --- | " + " | ".join("---" for _ in scales) + " | --- |"]
+    for name in results[lo]:
+        cells = " | ".join(f"{results[s][name][0]:.1f} s / {results[s][name][1]:.2f} GB" for s in scales)
+        growth = (f"{results[hi][name][0] / results[lo][name][0]:.2f}x / "
+                  f"{results[hi][name][1] / results[lo][name][1]:.2f}x") if hi != lo else "-"
+        lines.append(f"| {name} | {cells} | {growth} |")
+    text = "\n".join(lines)
+    print(text)
+    if args.dgl:
+        rows = dgl_side_by_side(Path(args.work) / f"x{hi:g}")
+        dgl_lines = [f"Partitioners on the x{hi:g} graph, 4 parts:", "",
+                     "| tool | seconds | peak RSS GB | edge cut | on disk MB |", "| --- | --- | --- | --- | --- |"]
+        dgl_lines += [f"| {t} | {s:.1f} | {r:.2f} | {c:.1%} | {d:.0f} |" for t, s, r, c, d in rows]
+        print("\n".join(dgl_lines))
+    if args.write:
+        write_section(args.write, "scale-table", text)
+        if args.dgl:
+            write_section(args.write, "scale-partitioners", "\n".join(dgl_lines))
+
+
+if __name__ == "__main__":
+    main()
