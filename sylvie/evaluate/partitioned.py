@@ -12,15 +12,12 @@ from pathlib import Path
 import numpy as np
 import torch.distributed as dist
 
-from sylvie.errors import SylvieError
-from sylvie.evaluate.result import SPLITS, write_eval
+from sylvie.evaluate.result import SPLITS, write_eval, write_predictions
 from sylvie.evaluate.trained_model import load_trained, model_for_inference
-from sylvie.evaluate.whole_graph import write_predictions
 from sylvie.output_dir import check_location
 from sylvie.partition.shard_reader import read_manifest, read_shard
-from sylvie.train.distributed import init_distributed, shutdown
+from sylvie.train.distributed import one_rank_per_part
 from sylvie.train.partition_graph import PartitionGraph
-from sylvie.train.peer_watchdog import PeerWatchdog, collective_timeout
 
 
 def evaluate_partitioned(partition_dir: str | Path, model_path: str | Path, out_path: str | Path,
@@ -35,15 +32,9 @@ def evaluate_partitioned(partition_dir: str | Path, model_path: str | Path, out_
     ckpt = load_trained(model_path)
     model, model_cfg = model_for_inference(ckpt, model_path, manifest["dataset_fingerprint"], partition_dir)
     train_cfg = ckpt["train_cfg"]
-    timeout = float(train_cfg.get("timeout", 120))
-    ctx = init_distributed("auto", collective_timeout(timeout))  # a GPU if this machine has one, else the CPU
-    watchdog = PeerWatchdog(ctx.rank, ctx.world, timeout, stage="evaluate")
-    finished = False
-    try:
-        if ctx.world != manifest["num_parts"]:
-            raise SylvieError(f"{partition_dir} has {manifest['num_parts']} parts but {ctx.world} ranks were started; "
-                              f"launch with --ranks {manifest['num_parts']} (one rank per part)")
-        watchdog.start()
+    # on a GPU if this machine has one, else the CPU, whatever device training used; the run's timeout
+    with one_rank_per_part("auto", float(train_cfg.get("timeout", 120)), manifest["num_parts"], partition_dir,
+                           stage="evaluate") as ctx:
         shard = read_shard(partition_dir, ctx.rank, manifest)
         graph = PartitionGraph(ctx, shard, model_cfg.self_loop)
         pred = graph.predict(model.to(ctx.device)).cpu().numpy()
@@ -62,11 +53,7 @@ def evaluate_partitioned(partition_dir: str | Path, model_path: str | Path, out_
                 write_predictions(predictions, in_order)
             result = write_eval(out_path, manifest["dataset"], ckpt, rows,
                                 f"partition-parallel, {ctx.world} ranks")
-        finished = True
         return result
-    finally:
-        shutdown(finished)
-        watchdog.stop()
 
 
 def _gather_to_rank0(obj, world: int) -> list | None:

@@ -1,13 +1,13 @@
-"""``eval.json``: accuracies on the train, validation and test nodes (OGB's Evaluator for ogbn-* datasets) next to
-the run's settings. Both evaluation paths write it through here, from the labels and predictions of the labelled
-nodes."""
+"""What the evaluate stage writes. ``eval.json``: accuracies on the train, validation and test nodes (OGB's
+Evaluator for ogbn-* datasets) next to the run's settings; both evaluation paths write it through here, from the
+labels and predictions of the labelled nodes. With ``--predictions``, every node's predicted class, an ``.npy``."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
 
-from sylvie.atomic import write_json
+from sylvie.atomic import atomic_path, write_json
 
 SPLITS = ("train", "val", "test")
 
@@ -34,3 +34,9 @@ def write_eval(out_path: str | Path, dataset: str, ckpt: dict, split_rows: dict,
     }
     write_json(out_path, result)
     return result
+
+
+def write_predictions(path: str | Path, pred: np.ndarray) -> None:
+    """Every node's predicted class, in the dataset's node order, as an int64 ``.npy`` file (atomically)."""
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
+        np.save(f, pred.astype(np.int64, copy=False))

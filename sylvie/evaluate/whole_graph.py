@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from sylvie.data.graph import load_graph
-from sylvie.evaluate.result import SPLITS, write_eval
+from sylvie.evaluate.result import SPLITS, write_eval, write_predictions
 from sylvie.evaluate.trained_model import load_trained, model_for_inference
 from sylvie.models.blocks import whole_graph_block
 from sylvie.output_dir import check_location
@@ -32,10 +32,3 @@ def evaluate(dataset_dir: str | Path, model_path: str | Path, out_path: str | Pa
     if predictions:
         write_predictions(predictions, pred)
     return write_eval(out_path, graph.name, ckpt, rows, "whole graph, one process")
-
-
-def write_predictions(path: str | Path, pred: np.ndarray) -> None:
-    from sylvie.atomic import atomic_path
-
-    with atomic_path(path) as tmp, open(tmp, "wb") as f:
-        np.save(f, pred.astype(np.int64, copy=False))

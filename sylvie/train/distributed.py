@@ -1,6 +1,7 @@
 """Process-group set-up from the torchrun environment (gloo on CPU, nccl on GPU)."""
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
 from datetime import timedelta
@@ -10,6 +11,7 @@ import torch.distributed as dist
 
 from sylvie.comm.collective import all_reduce_sum  # noqa: F401 - re-exported for the trainers
 from sylvie.errors import SylvieError
+from sylvie.train.peer_watchdog import PeerWatchdog, collective_timeout
 
 
 @dataclass
@@ -52,3 +54,26 @@ def shutdown(finished: bool = False) -> None:
             dist.barrier()
         dist.destroy_process_group()
 
+
+
+@contextlib.contextmanager
+def one_rank_per_part(device: str, timeout_s: float, num_parts: int, partition_dir, stage: str = "train"):
+    """The ranks of a run with one rank per part of ``partition_dir``: join the process group (``device``), check
+    there is a rank for every part, and watch the peers (``PeerWatchdog``: a silent peer fails the run after
+    ``timeout_s``; the backend's own timeout, a little later, is the backstop for a collective that hangs while
+    every peer still beats). Yields the ``Context``; on leaving, after a finished body every rank first waits for
+    the others (beating while it waits), then leaves the group."""
+    ctx = init_distributed(device, collective_timeout(timeout_s))
+    watchdog = PeerWatchdog(ctx.rank, ctx.world, timeout_s, stage)
+    finished = False
+    try:
+        if ctx.world != num_parts:
+            raise SylvieError(f"{partition_dir} has {num_parts} parts but {ctx.world} ranks were started; launch "
+                              f"with torchrun --nproc-per-node {num_parts} (or sylvie launch --ranks {num_parts}): "
+                              "one rank per part")
+        watchdog.start()
+        yield ctx
+        finished = True
+    finally:
+        shutdown(finished)
+        watchdog.stop()

@@ -17,8 +17,8 @@ from sylvie.features.vip import read_vip
 from sylvie.output_dir import RUN, check_replaceable
 from sylvie.partition.shard_reader import read_manifest, read_shard, read_topology
 from sylvie.train.checkpoint import load_checkpoint, run_identity, save_checkpoint
-from sylvie.train.distributed import init_distributed, shutdown
-from sylvie.train.peer_watchdog import PeerWatchdog, collective_timeout
+from sylvie.train.distributed import one_rank_per_part
+from sylvie.train.peer_watchdog import collective_timeout
 from sylvie.train.protocol import Trainer
 from sylvie.train.run_lock import RunLock
 from sylvie.train.sampled_trainer import SampledTrainer
@@ -74,16 +74,7 @@ def _train_locked(partition_dir, out_dir: Path, manifest: dict, model, train, co
     if sampled:
         comm_cfg = {}
     train_cfg = {**{k: v for k, v in as_dict(train).items() if k != "seeds"}, "seed": seed}
-    # The watchdog names a silent peer after `timeout`; the backend's own timeout, a little later, is the backstop
-    # for a collective that hangs while every peer still beats.
-    ctx = init_distributed(train.device, collective_timeout(train.timeout))
-    watchdog = PeerWatchdog(ctx.rank, ctx.world, train.timeout)
-    finished = False
-    try:
-        if ctx.world != manifest["num_parts"]:
-            raise SylvieError(f"{partition_dir} has {manifest['num_parts']} parts but {ctx.world} ranks were started; "
-                              f"launch with torchrun --nproc-per-node {manifest['num_parts']}")
-        watchdog.start()
+    with one_rank_per_part(train.device, train.timeout, manifest["num_parts"], partition_dir) as ctx:
         shard = read_shard(partition_dir, ctx.rank, manifest)
         if sampled:
             sampling, cache, topology, vip, features = sampled
@@ -108,11 +99,7 @@ def _train_locked(partition_dir, out_dir: Path, manifest: dict, model, train, co
             write_jsonl(out_dir / "metrics.jsonl", records)
             _log(f"best val {best['val_acc']:.4f} at epoch {best['epoch'] + 1}, test {best['test_acc']:.4f}; "
                  f"wrote {out_dir / 'model.pt'}")
-        finished = True
         return summary if ctx.rank == 0 else None
-    finally:
-        shutdown(finished)  # after a finished run, a barrier: every rank keeps beating while it waits there
-        watchdog.stop()
 
 
 def _run_epochs(trainer: Trainer, rank: int, out_dir: Path, train, identity: dict) -> dict:
