@@ -10,21 +10,20 @@ Every configuration runs on the same 4-part METIS partition with ``sylvie bench 
 network namespace, links limited with tc tbf) and evaluates every epoch; wall-clock is the sum of the epochs'
 training times (evaluation excluded, as in the report). The graph uses the generator's defaults for label and
 feature noise, so full-graph fp32 GraphSAGE lands between 60% and 85%. The target is 98% of the lowest best
-validation accuracy of the four, so every configuration reaches it. The plot goes to ``--plot``.
+validation accuracy of the four, so every configuration reaches it; target, times and plot are the report's own
+(``sylvie/report/collect.py``, ``plots.py``). The plot goes to ``--plot``.
 """
 import argparse
 import subprocess
 import sys
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+from markdown_section import write_section
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from markdown_section import write_section  # noqa: E402
-
-from sylvie.bench.cluster_run import train_on_cluster  # noqa: E402
+from sylvie.bench.cluster_run import train_on_cluster
+from sylvie.report.collect import RunOutput, accuracy_over_time, accuracy_target, time_to_accuracy
+from sylvie.report.plots import plot_accuracy_over_time
 
 
 def sylvie(*args: str) -> None:
@@ -67,16 +66,15 @@ def main() -> None:
         ("sampled, no cache", sampled + sampling + ["--alpha", "0"]),
         ("sampled, VIP cache alpha 0.2 (SALIENT++)", sampled + sampling + ["--vip", str(vip), "--alpha", "0.2"]),
     ]
-    curves = {}
+    runs = {}  # as the report sees runs: one seed each
     for name, flags in configs:
         out = work / "runs" / name.split(" (")[0].replace(" ", "").replace(",", "-")
         records = train_on_cluster(part, out, args.nodes, args.rate, model + flags, timeout_s=7200)
-        seconds = np.cumsum([r["epoch_time"] for r in records])
-        curves[name] = (seconds, np.array([r["val_acc"] for r in records], dtype=float),
-                        np.array([r["test_acc"] for r in records], dtype=float), records)
-        print(f"{name}: {len(records)} epochs, {seconds[-1]:.1f} s of training, best val "
-              f"{np.nanmax(curves[name][1]):.2%}", file=sys.stderr)
-    target = 0.98 * min(np.nanmax(v) for _, v, _, _ in curves.values())
+        runs[name] = [RunOutput(name, 0, records, {})]
+        seconds, val = accuracy_over_time(runs[name])
+        print(f"{name}: {len(records)} epochs, {seconds[-1]:.1f} s of training, best val {np.nanmax(val):.2%}",
+              file=sys.stderr)
+    target = accuracy_target(runs)
     lines = [f"{args.nodes} emulated nodes at {args.rate}; synthetic graph {args.graph_nodes:,} nodes, average degree "
              f"{args.avg_degree:g}, {args.features} features, 16 classes; GraphSAGE 3 x {args.hidden}; full-graph "
              f"{args.full_epochs} epochs, sampled {args.sampled_epochs} epochs (fanouts 10, 10, 10, batch "
@@ -84,24 +82,18 @@ def main() -> None:
              f"target: {target:.2%} validation accuracy (98% of the lowest best).", "",
              "| configuration | s/epoch | seconds to target | epochs to target | best val acc | test acc at best val "
              "| MB sent/epoch |", "| --- | --- | --- | --- | --- | --- | --- |"]
-    for name, (seconds, val, test, records) in curves.items():
-        reached = np.nonzero(val >= target)[0]
-        at, best = (reached[0] if reached.size else None), int(np.nanargmax(val))
+    for name, outputs in runs.items():
+        records = outputs[0].metrics
+        seconds, val = accuracy_over_time(outputs)
+        to_target, best = time_to_accuracy(outputs, target), int(np.nanargmax(val))
+        test = outputs[0].series("test_acc")[best]
         per_epoch = float(np.median([r["epoch_time"] for r in records[1:] or records]))
         mb = float(np.median([r["bytes_sent"] for r in records])) / 1e6
-        lines.append(f"| {name} | {per_epoch:.2f} | {seconds[at]:.1f} | {at + 1} | {val[best]:.2%} | "
-                     f"{test[best]:.2%} | {mb:.1f} |" if at is not None else
-                     f"| {name} | {per_epoch:.2f} | not reached | - | {val[best]:.2%} | {test[best]:.2%} | {mb:.1f} |")
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for name, (seconds, val, _, _) in curves.items():
-        ax.plot(seconds, val, "-", label=name)
-    ax.axhline(target, color="gray", linestyle="--", linewidth=1, label=f"target {target:.1%}")
-    ax.set_xlabel(f"seconds of training on {args.nodes} emulated nodes at {args.rate}")
-    ax.set_ylabel("validation accuracy")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(args.plot, dpi=110)
+        reached = (f"{to_target:.1f} | {int(np.searchsorted(seconds, to_target)) + 1}" if not np.isnan(to_target)
+                   else "not reached | -")
+        lines.append(f"| {name} | {per_epoch:.2f} | {reached} | {val[best]:.2%} | {test:.2%} | {mb:.1f} |")
+    plot_accuracy_over_time(runs, args.plot,
+                            xlabel=f"seconds of training on {args.nodes} emulated nodes at {args.rate}")
     table = "\n".join(lines)
     print(table)
     if args.write:

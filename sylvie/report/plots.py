@@ -29,8 +29,13 @@ def _curves(runs, keys, ylabel, path, logy=False):
     ax.set_ylabel(ylabel)
     if logy:
         ax.set_yscale("log")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
+    _save(fig, ax, path)
+
+
+def _save(fig, ax, path, grid=True, legend_size=7):
+    if grid:
+        ax.grid(alpha=0.3)
+    ax.legend(fontsize=legend_size)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -51,15 +56,13 @@ def _bars(runs, columns, ylabel, path, scale=1.0, overlay=None):
         vals = np.array([rows[n][overlay[0]] for n in names]) * scale
         ax.bar(names, vals, bottom=bottom, label=overlay[1], fill=False, hatch="//", edgecolor="gray")
     ax.set_ylabel(ylabel)
-    ax.legend(fontsize=8)
     ax.tick_params(axis="x", rotation=20)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(fig, ax, path, grid=False, legend_size=8)
 
 
-def _time_to_accuracy(runs, path):
-    """Validation accuracy against seconds of training, one line per run, and the common target."""
+def plot_accuracy_over_time(runs, path, xlabel="seconds of training (evaluation excluded), mean over seeds"):
+    """Validation accuracy against seconds of training, one line per run (its evaluated epochs), and the common
+    target (``accuracy_target``) as a dashed line."""
     fig, ax = plt.subplots(figsize=(7, 4))
     for name, outputs in runs.items():
         seconds, acc = accuracy_over_time(outputs)
@@ -68,13 +71,9 @@ def _time_to_accuracy(runs, path):
     target = accuracy_target(runs)
     if not np.isnan(target):
         ax.axhline(target, color="gray", linestyle="--", linewidth=1, label=f"target {target:.1%}")
-    ax.set_xlabel("seconds of training (evaluation excluded), mean over seeds")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("validation accuracy")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(fig, ax, path)
 
 
 def _empty(path, text):
@@ -90,7 +89,7 @@ def write_plots(runs: dict[str, list[RunOutput]], out_dir: Path) -> dict[str, Pa
     paths = {name: out_dir / f"{name}.png" for name in PLOTS}
     _curves(runs, [("loss", "-")], "training loss (mean over seeds)", paths["loss"], logy=True)
     _curves(runs, [("val_acc", "-"), ("test_acc", "--")], "accuracy (mean over seeds)", paths["accuracy"])
-    _time_to_accuracy(runs, paths["time_to_accuracy"])
+    plot_accuracy_over_time(runs, paths["time_to_accuracy"])
     _bars(runs, [("compute_time", "compute"), ("codec_time", "encode/decode"), ("comm_time", "communication")],
           "seconds per epoch", paths["epoch_time"], overlay=("hidden_comm_time", "communication hidden (overlapped)"))
     _bars(runs, [("mb_sent", "bytes on the wire, all ranks")], "MB per epoch", paths["bytes"])
