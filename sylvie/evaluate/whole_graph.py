@@ -18,9 +18,9 @@ def evaluate(dataset_dir: str | Path, model_path: str | Path, out_path: str | Pa
              predictions: str | Path | None = None) -> dict:
     """Writes ``eval.json`` to ``out_path`` (and every node's predicted class, in the dataset's node order, to the
     ``.npy`` file ``predictions`` if given)."""
-    outputs = (out_path,) + ((predictions,) if predictions else ())
-    for out in outputs:
-        check_location(out, inputs=(dataset_dir, model_path), stage="sylvie evaluate")
+    check_location(out_path, inputs=(dataset_dir, model_path), stage="sylvie evaluate")
+    if predictions:
+        check_location(predictions, inputs=(dataset_dir, model_path), stage="sylvie evaluate", flag="--predictions")
     graph = load_graph(dataset_dir)
     ckpt = load_trained(model_path)
     model, model_cfg = model_for_inference(ckpt, model_path, graph.info["fingerprint"], dataset_dir)
