@@ -14,9 +14,11 @@ from collections.abc import Callable
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from dgl.nn import GATConv, GraphConv, SAGEConv
+from dgl.nn import GATConv, GraphConv
 
+from sylvie.models.dropout import Dropout
 from sylvie.models.normalization import gcn_edge_weight
+from sylvie.models.sage import MeanSAGEConv
 
 ARCHS = ("gcn", "sage", "gat")
 HaloFn = Callable[[torch.Tensor, int], torch.Tensor]
@@ -39,12 +41,12 @@ class GNN(nn.Module):
             if arch == "gcn":
                 conv = GraphConv(d_in, d_out, norm="none", allow_zero_in_degree=True)
             elif arch == "sage":
-                conv = SAGEConv(d_in, d_out, "mean")
+                conv = MeanSAGEConv(d_in, d_out)
             else:
                 conv = GATConv(d_in, d_out, 1 if last else heads, feat_drop=dropout, attn_drop=dropout,
                                allow_zero_in_degree=True)
             self.convs.append(conv)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, block, x: torch.Tensor, halo: HaloFn | None = None) -> torch.Tensor:
         blocks = block if isinstance(block, (list, tuple)) else [block] * len(self.convs)
@@ -63,17 +65,9 @@ class GNN(nn.Module):
                 if weight is None:
                     weight = weights[id(block)] = gcn_edge_weight(block, x.dtype)
             if i > 0:
-                # Halo rows travel before dropout: each rank drops out its own source rows, and what goes on
-                # the wire is a function of the weights alone, so it changes slowly from epoch to epoch
-                # (what stale, pipelined halo data relies on) and carries no dropout noise.
-                rows = halo(h, i) if halo is not None else None
-                # no rows and no backward of their own (one rank): skip the copy cat would make of every row. A
-                # rank without halo rows among several still concatenates: its backward joins the collective.
-                if rows is not None and (rows.shape[0] or rows.grad_fn is not None):
-                    h = torch.cat([h, rows])
-                h = self.dropout(h)
-                if h.shape[0] != block.num_src_nodes():
-                    raise RuntimeError(f"layer {i}: got {h.shape[0]} rows for {block.num_src_nodes()} source nodes; "
+                h = self._layer_input(h, i, halo)
+                if _rows(h) != block.num_src_nodes():
+                    raise RuntimeError(f"layer {i}: got {_rows(h)} rows for {block.num_src_nodes()} source nodes; "
                                        f"a halo exchange is needed for this block")
             h = conv(block, h, edge_weight=weight) if weight is not None else conv(block, h)
             if self.arch == "gat":
@@ -82,6 +76,28 @@ class GNN(nn.Module):
                 h = F.elu(h) if self.arch == "gat" else F.relu(h)
         assert h.shape[0] == n_dst
         return h
+
+    def _layer_input(self, h: torch.Tensor, layer: int, halo: HaloFn | None):
+        """The input of a layer after the first: this rank's rows and the halo rows, dropped out. The halo rows
+        live only until they are copied into the input (a local of this method)."""
+        # Halo rows travel before dropout: each rank drops out its own source rows, and what goes on the wire is
+        # a function of the weights alone, so it changes slowly from epoch to epoch (what stale, pipelined halo
+        # data relies on) and carries no dropout noise.
+        rows = halo(h, layer) if halo is not None else None
+        h = self.dropout(h)
+        # no rows and no backward of their own (one rank): skip the copy cat would make of every row. A rank
+        # without halo rows among several still concatenates: its backward joins the collective.
+        if rows is None or not (rows.shape[0] or rows.grad_fn is not None):
+            return h
+        # the halo rows dropped out straight into the input; GraphSAGE keeps only the inner rows (its
+        # destinations) for the backward, not the input over every source row
+        src = self.dropout.after(h, rows)
+        return (src, h) if self.arch == "sage" else src
+
+
+def _rows(h) -> int:
+    """Source rows of a layer's input: a tensor, or (sources, destinations)."""
+    return (h[0] if isinstance(h, tuple) else h).shape[0]
 
 
 def build_model(model, in_feats: int, num_classes: int) -> GNN:

@@ -11,7 +11,10 @@ import torch
 
 def gcn_edge_weight(block, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """w(u->v) = out_degree(u)^-1/2 * in_degree(v)^-1/2, degrees clamped to >= 1 (as DGL's GraphConv)."""
-    src, dst = block.edges()
+    # in the order the graph stores its edges (a block keeps only its in-edges), then put in edge-id order
+    src, dst, eid = block.edges(form="all", order="srcdst")
     out_norm = block.srcdata["out_degree"].clamp(min=1).to(dtype).pow(-0.5)
     in_norm = block.dstdata["in_degree"].clamp(min=1).to(dtype).pow(-0.5)
-    return out_norm[src] * in_norm[dst]
+    weight = torch.empty(eid.shape[0], dtype=dtype, device=eid.device)
+    weight[eid.long()] = out_norm[src.long()] * in_norm[dst.long()]
+    return weight

@@ -11,6 +11,7 @@ import torch.distributed as dist
 
 from sylvie.comm.collective import all_reduce_sum  # noqa: F401 - re-exported for the trainers
 from sylvie.errors import SylvieError
+from sylvie.freed_memory import return_freed_memory
 from sylvie.train.peer_watchdog import PeerWatchdog, collective_timeout
 
 
@@ -63,6 +64,7 @@ def one_rank_per_part(device: str, timeout_s: float, num_parts: int, partition_d
     ``timeout_s``; the backend's own timeout, a little later, is the backstop for a collective that hangs while
     every peer still beats). Yields the ``Context``; on leaving, after a finished body every rank first waits for
     the others (beating while it waits), then leaves the group."""
+    return_freed_memory()  # a rank holds a part of the graph: what it frees goes back (sylvie/freed_memory.py)
     ctx = init_distributed(device, collective_timeout(timeout_s))
     watchdog = PeerWatchdog(ctx.rank, ctx.world, timeout_s, stage)
     finished = False

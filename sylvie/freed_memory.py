@@ -1,0 +1,26 @@
+"""Hand freed memory back to the system at once (glibc), in the processes that hold a part of a large graph.
+
+glibc serves an allocation from its heap unless it is larger than a threshold, which starts at 128 KB and rises
+to the size of every larger block freed, up to 32 MB. A rank's tensors are mostly rows of its part (a hidden state,
+a dropout mask, a degree vector): after a few epochs blocks of 1-32 MB come from the heap, and what is freed there
+stays in the process. Measured on a products-shaped graph at 1/4 scale (4 parts, GraphSAGE): 0.1 GB a rank more
+at the peak of an epoch. A fixed threshold of 1 MB sends every such block to its own mapping, returned when freed.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # mallopt's parameters (malloc.h)
+THRESHOLD = 1 << 20
+
+
+def return_freed_memory() -> bool:
+    """Set glibc's thresholds for this process; False where the C library is not glibc (nothing changes)."""
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError, TypeError):
+        return False
+    return bool(mallopt(M_MMAP_THRESHOLD, THRESHOLD)) and bool(mallopt(M_TRIM_THRESHOLD, THRESHOLD))
