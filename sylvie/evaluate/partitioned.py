@@ -36,12 +36,14 @@ def evaluate_partitioned(partition_dir: str | Path, model_path: str | Path, out_
     with one_rank_per_part("auto", float(train_cfg.get("timeout", 120)), manifest["num_parts"], partition_dir,
                            stage="evaluate") as ctx:
         shard = read_shard(partition_dir, ctx.rank, manifest)
-        graph = PartitionGraph(ctx, shard, model_cfg.self_loop)
+        graph = PartitionGraph(ctx, shard, model_cfg.self_loop)  # copies the labels and splits
+        ids = np.array(shard.global_id) if predictions else None
+        del shard  # unmapped before the forward pass (set-up read all of it, for its checksum)
         pred = graph.predict(model.to(ctx.device)).cpu().numpy()
-        label = np.asarray(shard.label)
-        mine = {s: (label[np.asarray(getattr(shard, s))], pred[np.asarray(getattr(shard, s))]) for s in SPLITS}
+        label = graph.labels.cpu().numpy()
+        mine = {s: (label[m], pred[m]) for s, m in ((s, graph.masks[s].cpu().numpy()) for s in SPLITS)}
         if predictions:
-            mine["all"] = (np.asarray(shard.global_id), pred)
+            mine["all"] = (ids, pred)
         parts = _gather_to_rank0(mine, ctx.world)
         result = None
         if ctx.rank == 0:

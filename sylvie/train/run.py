@@ -82,6 +82,9 @@ def _train_locked(partition_dir, out_dir: Path, manifest: dict, model, train, co
                                               timeout=collective_timeout(train.timeout), features=features)
         else:
             trainer = FullGraphTrainer(ctx, shard, model, train, comm, seed)
+        # The trainers copy what they keep: unmap the shard, whose pages set-up read (the whole file, for its
+        # checksum) would otherwise stay in this rank's memory for the whole run.
+        del shard
         try:
             summary = _run_epochs(trainer, ctx.rank, out_dir, train,
                                   run_identity(model_cfg, train_cfg, comm_cfg, manifest, extra))
