@@ -13,8 +13,9 @@ size that trains products full-graph on this 2-core, 24 GB machine), and partiti
 full-graph model (4 ranks). Peak memory is the largest sum of the proportional set sizes of a stage's processes
 (its process tree, sampled every 0.2 s: memory-mapped shards and libraries the ranks share count once; for one
 process, its own peak RSS from the kernel if larger). With ``--dgl``, the
-largest scale is also partitioned by ``dgl.distributed.partition_graph`` (METIS, 4 parts, 1-hop halo), as
-``benchmarks/partitioners.py`` runs it, beside ``sylvie partition`` on the same graph.
+smallest scale's graph is also partitioned by ``dgl.distributed.partition_graph`` (METIS, 4 parts, 1-hop halo), as
+``benchmarks/partitioners.py`` runs it, beside ``sylvie partition`` on the same graph (the smallest: DGL's tool
+needs 6.5 GB at 1/4 scale, growing linearly, so it cannot partition the full graph on a 24 GB machine).
 """
 import argparse
 import json
@@ -103,7 +104,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scales", type=float, nargs="+", default=[0.25, 0.5, 1.0], help="fractions of products' nodes")
     ap.add_argument("--work", default="results/bench-scale", help="graphs, partitions, runs and logs go here")
-    ap.add_argument("--dgl", action="store_true", help="also DGL's partitioner on the largest scale's graph")
+    ap.add_argument("--dgl", action="store_true", help="also DGL's partitioner on the smallest scale's graph")
     ap.add_argument("--write", help="a Markdown file whose tables (between the markers) are replaced")
     args = ap.parse_args()
     results = {}
@@ -135,8 +136,8 @@ def main() -> None:
     text = "\n".join(lines)
     print(text)
     if args.dgl:
-        rows = dgl_side_by_side(Path(args.work) / f"x{hi:g}")
-        dgl_lines = [f"Partitioners on the x{hi:g} graph, 4 parts:", "",
+        rows = dgl_side_by_side(Path(args.work) / f"x{lo:g}")
+        dgl_lines = [f"Partitioners on the x{lo:g} graph, 4 parts:", "",
                      "| tool | seconds | peak RSS GB | edge cut | on disk MB |", "| --- | --- | --- | --- | --- |"]
         dgl_lines += [f"| {t} | {s:.1f} | {r:.2f} | {c:.1%} | {d:.0f} |" for t, s, r, c, d in rows]
         print("\n".join(dgl_lines))
