@@ -9,13 +9,14 @@ for training and 1.6% for validation (ogbn-products' shape), the generator's def
 noise. Stages, each a fresh command as the pipeline runs it: ``sylvie download synthetic`` (generate),
 ``sylvie partition`` (4 METIS parts), ``sylvie vip`` (fanouts 15, 10, 5; batch 1024), one epoch of full-graph
 training and one of sampled training (VIP cache, alpha 0.2) on 4 ranks (``sylvie launch``; GraphSAGE 3 x 64, the
-size that trains products full-graph on this 2-core, 24 GB machine), and partition-parallel evaluation of the
-full-graph model (4 ranks). Peak memory is the largest sum of the proportional set sizes of a stage's processes
-(its process tree, sampled every 0.2 s: memory-mapped shards and libraries the ranks share count once; for one
-process, its own peak RSS from the kernel if larger). With ``--dgl``, the
-smallest scale's graph is also partitioned by ``dgl.distributed.partition_graph`` (METIS, 4 parts, 1-hop halo), as
-``benchmarks/partitioners.py`` runs it, beside ``sylvie partition`` on the same graph (the smallest: DGL's tool
-needs 6.5 GB at 1/4 scale, growing linearly, so it cannot partition the full graph on a 24 GB machine).
+size that trains products full-graph on this 2-core, 24 GB machine), partition-parallel evaluation of the
+full-graph model (4 ranks), and whole-graph evaluation of it in one process (the reference path). Peak memory is
+the largest sum of the proportional set sizes of a stage's processes (its process tree, sampled every 0.2 s:
+memory-mapped shards and libraries the ranks share count once; for one process, its own peak RSS from the kernel if
+larger). With ``--dgl``, the smallest scale's graph is also partitioned by ``dgl.distributed.partition_graph``
+(METIS, 4 parts, 1-hop halo), as ``benchmarks/partitioners.py`` runs it, beside ``sylvie partition`` on the same
+graph (the smallest: DGL's tool needs 6.5 GB at 1/4 scale, growing linearly, so it cannot partition the full graph on
+a 24 GB machine).
 """
 import argparse
 import json
@@ -85,6 +86,9 @@ def stages(work: Path, nodes: int) -> dict:
                                          *SAMPLING, "--vip", vip, "--alpha", "0.2", *SAGE),
         "evaluate, partition-parallel": launch(4, "evaluate", "--partition", part, "--model", full / "model.pt",
                                                "--out", work / "eval.json"),
+        # the reference path, for the node count above which the pipeline evaluates partition-parallel
+        "evaluate, whole graph": [BIN / "sylvie", "evaluate", "--dataset", graph, "--model", full / "model.pt",
+                                  "--out", work / "eval-whole.json"],
     }
 
 
