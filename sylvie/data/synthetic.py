@@ -17,8 +17,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from sylvie.data.graph import Graph
+from sylvie.data.graph import Graph, undirected_keys
 from sylvie.errors import SylvieError
+
+_ROWS = 1 << 16  # the rows of features given their centroids at a time
+_CHUNK = 1 << 20  # the edges sampled at a time
 
 # The knobs of the generator; their defaults are the dataset section's in the config schema.
 PARAMETERS = ("nodes", "avg_degree", "features", "classes", "homophily", "feature_noise", "label_noise",
@@ -30,12 +33,93 @@ def generate_from(options, name: str = "synthetic") -> Graph:
     return generate(name=name, **{k: getattr(options, k) for k in PARAMETERS})
 
 
+def _guide(cum: np.ndarray) -> tuple[np.ndarray, float]:
+    """(guide, scale) for :func:`_last_at_most`: one bucket per node over [0, cum[-1]], the bucket of a value u is
+    ``int(u * scale)``, and ``guide[j]`` the last i with ``cum[i]`` at or before bucket j's start."""
+    n = cum.shape[0] - 1
+    scale = n / cum[-1]
+    return np.searchsorted(cum, np.arange(n + 1) / scale, side="right") - 1, scale
+
+
+def _last_at_most(cum: np.ndarray, guide: np.ndarray, scale: float, u: np.ndarray) -> np.ndarray:
+    """``np.searchsorted(cum, u, side="right") - 1`` for an increasing ``cum`` from 0 and ``u`` >= 0, the same
+    result in a few cache misses per value instead of a binary search's ~log2(len(cum)) (the cumulative
+    propensities outgrow the CPU caches: the search took most of the sampling and grew faster than linearly).
+
+    The bucket width is the mean propensity and every propensity is >= 1, so the guide's start is at most a step
+    or two off: it is walked back where rounding put it past ``u``, then forward."""
+    n = cum.shape[0] - 1
+    bucket = np.empty(u.shape[0], dtype=np.int64)
+    np.multiply(u, scale, out=bucket, casting="unsafe")  # truncated, as astype(np.int64)
+    pos = guide.take(bucket, mode="clip")
+    back = np.flatnonzero(cum.take(pos) > u)
+    while back.size:
+        pos[back] -= 1
+        back = back[cum.take(pos[back]) > u[back]]
+    ahead = np.flatnonzero(cum.take(pos + 1, mode="clip") <= u)
+    while ahead.size:
+        ahead = ahead[pos[ahead] < n]
+        pos[ahead] += 1
+        ahead = ahead[cum.take(pos[ahead] + 1, mode="clip") <= u[ahead]]
+    return pos
+
+
 def _sample_in_blocks(rng, blocks, order, cum, starts, ends):
-    """One node per entry of ``blocks``, chosen within that block with probability ~ propensity."""
-    lo, hi = cum[starts[blocks]], cum[ends[blocks]]
-    u = lo + rng.random(blocks.shape[0]) * (hi - lo)
-    pos = np.searchsorted(cum, u, side="right") - 1
-    return order[np.clip(pos, starts[blocks], ends[blocks] - 1)]
+    """One node per entry of ``blocks``, chosen within that block with probability ~ propensity. The uniforms
+    are drawn at once (the random stream is the same whatever the chunk size), the rest is done a chunk at a time:
+    temporaries the size of every edge were fresh memory to touch, which took as long as the arithmetic."""
+    u = rng.random(blocks.shape[0])
+    lo = cum[starts]
+    width = cum[ends] - lo
+    guide, scale = _guide(cum)
+    nodes = np.empty(blocks.shape[0], dtype=np.int64)
+    for i in range(0, blocks.shape[0], _CHUNK):
+        b, uc = blocks[i:i + _CHUNK], u[i:i + _CHUNK]
+        uc *= width[b]  # lo + u * (hi - lo): in place, the same value
+        uc += lo[b]
+        pos = _last_at_most(cum, guide, scale, uc)
+        nodes[i:i + _CHUNK] = order.take(np.clip(pos, starts[b], (ends - 1)[b], out=pos))
+    return nodes
+
+
+def _edges(rng, labels: np.ndarray, classes: int, pairs: int, homophily: float) -> tuple[np.ndarray, np.ndarray]:
+    """(src, dst), int64: ``pairs`` edges drawn by propensity (a source, then a destination in its block with
+    probability ``homophily``, else in a uniformly chosen block), made undirected without self-loops or duplicates,
+    sorted by source, then destination. Each array the size of the edges is let go as soon as it is used: the
+    memory and the time it takes to touch fresh memory are most of the cost at this size."""
+    nodes = labels.shape[0]
+    theta = rng.pareto(2.5, nodes) + 1.0
+    order = np.argsort(labels, kind="stable")
+    cum = np.concatenate([[0.0], np.cumsum(theta[order])])
+    counts = np.bincount(labels, minlength=classes)
+    ends = np.cumsum(counts)
+    starts = ends - counts
+    if (counts == 0).any():  # an empty block cannot be sampled from: fold it into block 0's range
+        starts, ends = np.where(counts == 0, 0, starts), np.where(counts == 0, ends[0], ends)
+
+    src = _sample_in_blocks(rng, rng.choice(classes, pairs, p=counts / nodes), order, cum, starts, ends)
+    same = rng.random(pairs) < homophily
+    dst_block = np.where(same, labels[src], rng.integers(0, classes, pairs))
+    del same
+    dst = _sample_in_blocks(rng, dst_block, order, cum, starts, ends)
+    del dst_block
+    key = undirected_keys(src, dst, nodes)
+    del src, dst
+    dst = key % nodes
+    return np.floor_divide(key, nodes, out=key), dst  # in place: the keys are not needed any more
+
+
+def _features(rng, centroids: np.ndarray, labels: np.ndarray, feature_noise: float) -> np.ndarray:
+    """The centroid of each node's label plus Gaussian noise of std ``feature_noise``, scaled to unit variance (as
+    normalised real features: the same information, and an optimiser's steps that do not depend on feature_noise).
+    The noise is drawn into the result and the centroids added a block of rows at a time: one array the size of
+    the features, not three."""
+    feats = rng.standard_normal((labels.shape[0], centroids.shape[1]), dtype=np.float32)
+    feats *= feature_noise
+    for lo in range(0, feats.shape[0], _ROWS):
+        feats[lo:lo + _ROWS] += centroids[labels[lo:lo + _ROWS]]
+    feats /= np.float32(np.sqrt(1.0 + feature_noise ** 2))
+    return feats
 
 
 def generate(*, nodes: int, avg_degree: float, features: int, classes: int, homophily: float, feature_noise: float,
@@ -49,36 +133,14 @@ def generate(*, nodes: int, avg_degree: float, features: int, classes: int, homo
                           "val_fraction <= 1")
     rng = np.random.default_rng(seed)
     labels = rng.integers(0, classes, nodes)  # the blocks; the labels of atypical nodes are redrawn below
-    theta = rng.pareto(2.5, nodes) + 1.0
-    order = np.argsort(labels, kind="stable")
-    cum = np.concatenate([[0.0], np.cumsum(theta[order])])
-    counts = np.bincount(labels, minlength=classes)
-    ends = np.cumsum(counts)
-    starts = ends - counts
-    if (counts == 0).any():  # an empty block cannot be sampled from: fold it into block 0's range
-        starts, ends = np.where(counts == 0, 0, starts), np.where(counts == 0, ends[0], ends)
-
-    pairs = int(round(nodes * avg_degree / 2))
-    src_block = rng.choice(classes, pairs, p=counts / nodes)
-    src = _sample_in_blocks(rng, src_block, order, cum, starts, ends)
-    same = rng.random(pairs) < homophily
-    dst_block = np.where(same, labels[src], rng.integers(0, classes, pairs))
-    dst = _sample_in_blocks(rng, dst_block, order, cum, starts, ends)
-
-    keep = src != dst
-    src, dst = src[keep], dst[keep]
-    key = np.unique(np.concatenate([src * nodes + dst, dst * nodes + src]))
-    src, dst = key // nodes, key % nodes
+    src, dst = _edges(rng, labels, classes, int(round(nodes * avg_degree / 2)), homophily)
 
     centroids = rng.standard_normal((classes, features)).astype(np.float32)
     if label_noise > 0:  # drawn after the edges: the structure is the same whatever label_noise is
         atypical = rng.random(nodes) < label_noise
         labels = labels.copy()
         labels[atypical] = rng.integers(0, classes, int(atypical.sum()))
-    feats = centroids[labels]
-    feats += feature_noise * rng.standard_normal((nodes, features), dtype=np.float32)
-    feats /= np.float32(np.sqrt(1.0 + feature_noise ** 2))  # unit variance, as normalised real features: the same
-    # information, and an optimiser's steps that do not depend on feature_noise
+    feats = _features(rng, centroids, labels, feature_noise)
 
     perm = rng.permutation(nodes)
     n_train, n_val = int(train_fraction * nodes), int(val_fraction * nodes)
@@ -90,6 +152,6 @@ def generate(*, nodes: int, avg_degree: float, features: int, classes: int, homo
               "homophily": homophily, "feature_noise": feature_noise, "label_noise": label_noise,
               "train_fraction": train_fraction,
               "val_fraction": val_fraction, "seed": seed}
-    return Graph(name=name, src=src.astype(np.int64), dst=dst.astype(np.int64), features=feats,
+    return Graph(name=name, src=src, dst=dst, features=feats,
                  labels=labels.astype(np.int64), train_mask=masks[0], val_mask=masks[1], test_mask=masks[2],
                  num_classes=classes, info={"generator": "dc-sbm", "params": params})
