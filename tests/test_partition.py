@@ -3,12 +3,15 @@ import json
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from conftest import BIN, run
 
 from sylvie.config import section
-from sylvie.data.graph import load_graph
-from sylvie.data.synthetic import generate_from
-from sylvie.partition.shard_reader import read_manifest, read_shard
+from sylvie.data.graph import Graph, load_graph, save_graph
+from sylvie.data.synthetic import _guide, _last_at_most, generate_from
+from sylvie.partition.metis import symmetric_csr
+from sylvie.partition.partition_graph import partition_dataset
+from sylvie.partition.shard_reader import read_manifest, read_shard, read_topology
 
 
 @pytest.mark.slow
@@ -63,3 +66,72 @@ def test_synthetic_is_deterministic_and_class_informative():
     assert (nearest[moved] == a.labels[moved]).mean() > 2 * (nearest[moved] == clean.labels[moved]).mean()
     assert abs(float(a.features.std()) - 1.0) < 0.05  # scaled to unit variance
     assert set(zip(a.src.tolist(), a.dst.tolist())) == set(zip(a.dst.tolist(), a.src.tolist()))
+
+
+@pytest.mark.unit
+def test_synthetic_graph_is_the_recorded_one():
+    """The generator's graph for given parameters and seed is pinned: tests and recorded benchmarks depend on it
+    (more than a million edge pairs, so that the sampling goes by several chunks)."""
+    g = generate_from(section("dataset", {"nodes": 60_000, "avg_degree": 40, "features": 8, "classes": 10, "seed": 5}))
+    assert g.num_edges == 2_385_592
+    assert g.fingerprint() == "5d85034a3c3809e1ac45cc5a591d164bea2b6beffc6d683e1249e63696f38c73"
+
+
+@pytest.mark.unit
+def test_guided_search_is_searchsorted():
+    rng = np.random.default_rng(1)
+    cum = np.concatenate([[0.0], np.cumsum(rng.pareto(2.5, 5000) + 1.0)])
+    u = np.concatenate([rng.random(100_000) * cum[-1], cum, np.nextafter(cum[1:], 0), [0.0, cum[-1]]])
+    guide, scale = _guide(cum)
+    np.testing.assert_array_equal(_last_at_most(cum, guide, scale, u), np.searchsorted(cum, u, side="right") - 1)
+
+
+def _untidy_graph(n=400, m=6000, seed=0) -> Graph:
+    """Edges with self-loops, duplicates and one direction only, each node's near neighbours (something to cut)."""
+    rng = np.random.default_rng(seed)
+    src = rng.integers(0, n, m)
+    dst = (src + rng.integers(-6, 7, m)) % n
+    src, dst = np.concatenate([src, src[:300]]), np.concatenate([dst, dst[:300]])
+    return Graph("untidy", src, dst, rng.standard_normal((n, 4)).astype(np.float32), rng.integers(0, 3, n),
+                 rng.random(n) < 0.3, rng.random(n) < 0.1, rng.random(n) < 0.5, 3)
+
+
+@pytest.mark.unit
+def test_metis_adjacency_is_the_undirected_loop_free_graph():
+    g = _untidy_graph()
+    a = sp.coo_matrix((np.ones(g.num_edges), (g.src, g.dst)), shape=(g.num_nodes,) * 2).tocsr()
+    a = (a + a.T).tocsr()
+    a.setdiag(0)
+    a.eliminate_zeros()
+    a.sort_indices()
+    xadj, adjncy = symmetric_csr(g)
+    assert xadj.dtype == adjncy.dtype == np.int64  # pymetis's idx_t: passed without a copy
+    np.testing.assert_array_equal(xadj, a.indptr)
+    np.testing.assert_array_equal(adjncy, a.indices)
+
+
+@pytest.mark.unit
+def test_shards_halo_order_topology_and_cut_of_an_untidy_graph(tmp_path):
+    g = _untidy_graph()
+    save_graph(g, tmp_path / "g", "test")
+    manifest = partition_dataset(tmp_path / "g", tmp_path / "p", 3, progress=False)
+    shards = [read_shard(tmp_path / "p", k, manifest) for k in range(3)]
+    assign = np.empty(g.num_nodes, dtype=np.int64)
+    for s in shards:
+        assign[s.global_id] = s.part
+    for s in shards:
+        halo_key = s.halo_owner * g.num_nodes + s.halo_global_id
+        assert (np.diff(halo_key) > 0).all()  # sorted by (owner, global id), each once
+        np.testing.assert_array_equal(s.halo_owner, assign[s.halo_global_id])
+        src = np.concatenate([s.global_id, s.halo_global_id])[s.edge_src]
+        mine = np.flatnonzero(np.isin(g.dst, s.global_id))  # its edges, in the graph's order
+        np.testing.assert_array_equal(src, g.src[mine])
+        np.testing.assert_array_equal(s.global_id[s.edge_dst], g.dst[mine])
+    assert manifest["edge_cut"] == int((assign[g.src] != assign[g.dst]).sum()) > 0
+    topo = read_topology(tmp_path / "p", manifest)
+    new_id = np.empty(g.num_nodes, dtype=np.int64)
+    new_id[topo.original_id] = np.arange(g.num_nodes)
+    order = np.lexsort((new_id[g.src], new_id[g.dst]))
+    np.testing.assert_array_equal(topo.in_src, new_id[g.src][order])
+    np.testing.assert_array_equal(np.diff(topo.in_indptr), np.bincount(new_id[g.dst], minlength=g.num_nodes))
+

@@ -44,8 +44,8 @@ def vertex_inclusion_probability(in_indptr: np.ndarray, in_src: np.ndarray, trai
     """VIP of every vertex (float64) for minibatches of ``batch_size`` seeds drawn from ``train_nodes``, over the
     in-edges ``in_src[in_indptr[u]:in_indptr[u + 1]]`` of each u (the edges a sampler of u chooses from)."""
     n = in_indptr.shape[0] - 1
-    deg = np.diff(in_indptr).astype(np.float64)
-    dst = edge_destinations(in_indptr)  # the vertex that samples each edge
+    in_deg = np.diff(in_indptr)
+    deg = in_deg.astype(np.float64)
     p = np.zeros(n)
     if len(train_nodes):
         p[train_nodes] = min(1.0, batch_size / len(train_nodes))
@@ -54,7 +54,9 @@ def vertex_inclusion_probability(in_indptr: np.ndarray, in_src: np.ndarray, trai
         with np.errstate(divide="ignore", invalid="ignore"):
             w = np.where(deg > 0, np.minimum(1.0, fanout / deg), 0.0)
         q = np.minimum(w * p, 1.0 - 1e-15)
-        p = -np.expm1(np.bincount(in_src, weights=np.log1p(-q[dst]), minlength=n))
+        # an edge's term is its destination's (the vertex that samples it), and the edges are stored by
+        # destination: the destination's term repeated, computed once a vertex instead of once an edge
+        p = -np.expm1(np.bincount(in_src, weights=np.repeat(np.log1p(-q), in_deg), minlength=n))
         vip_log += np.log1p(-np.minimum(p, 1.0 - 1e-15))
     return -np.expm1(vip_log)
 

@@ -3,10 +3,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from sylvie.data.graph import load_graph
 from sylvie.errors import SylvieError
 from sylvie.output_dir import PARTITION, check_replaceable
-from sylvie.partition.metis import metis_assign
+from sylvie.partition.metis import metis_assign, metis_input
 from sylvie.partition.random_assign import random_assign
 from sylvie.partition.shard_writer import write_shards
 
@@ -24,7 +26,21 @@ def partition_dataset(dataset_dir: str | Path, out_dir: str | Path, parts: int, 
     if parts > graph.num_nodes:
         raise SylvieError(f"parts={parts} is more than the {graph.num_nodes} nodes of {dataset_dir}; "
                           f"use at most {graph.num_nodes} parts")
-    assign = metis_assign(graph, parts, seed) if method == "metis" else random_assign(graph.num_nodes, parts, seed)
+    if method == "random":
+        assign = random_assign(graph.num_nodes, parts, seed)
+    elif parts == 1:
+        assign = np.zeros(graph.num_nodes, dtype=np.int64)
+    else:
+        metis, fingerprint = metis_input(graph), graph.info["fingerprint"]
+        # The graph is let go while METIS runs and read again after: the stage's peak memory is then METIS's own
+        # (~100 bytes an edge) and its input's, not that plus the graph's (16 bytes an edge, and the features).
+        del graph
+        assign = metis_assign(metis, parts, seed)
+        del metis
+        graph = load_graph(dataset_dir)
+        if graph.info["fingerprint"] != fingerprint:
+            raise SylvieError(f"{dataset_dir}: the dataset was replaced while it was being partitioned; rerun "
+                              f"`sylvie partition`")
     empty = sorted(set(range(parts)) - set(assign.tolist()))
     if empty:
         raise SylvieError(f"{method} left part(s) {empty} empty for {parts} parts of {graph.num_nodes} nodes; "
