@@ -28,7 +28,9 @@ class MeanSAGEConv(SAGEConv):
         if edge_weight is not None:
             raise ValueError("GraphSAGE (mean) takes no edge weights")
         apart = isinstance(feat, tuple)
-        src, dst = feat if apart else (feat, feat[:graph.num_dst_nodes()])
+        # a graph's destinations are its sources: no slice, whose backward would write a zero gradient for every
+        # row and add into it
+        src, dst = feat if apart else (feat, feat[:graph.num_dst_nodes()] if graph.is_block else feat)
         if self._in_src_feats > self._out_feats and not (apart and src.requires_grad):
             neigh = dgl.ops.copy_u_mean(graph, self.fc_neigh(src))
         else:
