@@ -41,7 +41,8 @@ def evaluate_partitioned(partition_dir: str | Path, model_path: str | Path, out_
         del shard  # unmapped before the forward pass (set-up read all of it, for its checksum)
         pred = graph.predict(model.to(ctx.device)).cpu().numpy()
         label = graph.labels.cpu().numpy()
-        mine = {s: (label[m], pred[m]) for s, m in ((s, graph.masks[s].cpu().numpy()) for s in SPLITS)}
+        masks = {s: graph.masks[s].cpu().numpy() for s in SPLITS}
+        mine = {s: (label[m], pred[m]) for s, m in masks.items()}
         if predictions:
             mine["all"] = (ids, pred)
         parts = _gather_to_rank0(mine, ctx.world)
