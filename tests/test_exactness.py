@@ -5,29 +5,39 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from conftest import REPO, torchrun
-from dgl.nn import GraphConv, SAGEConv
+from dgl.nn import GATConv, GraphConv, SAGEConv
 
 from sylvie.data.graph import load_graph
 
 pytestmark = pytest.mark.slow
 
 
+HEADS = 4  # the schema's default model.heads, which the worker trains with
+
+
 class Reference(nn.Module):
-    """Plain DGL on the whole graph: GraphConv(norm='both') with self-loops, or SAGEConv('mean')."""
+    """Plain DGL on the whole graph: GraphConv(norm='both') with self-loops, SAGEConv('mean'), or GATConv with
+    self-loops (HEADS heads in the hidden layer, their outputs concatenated; one head in the output layer)."""
 
     def __init__(self, arch, d_in, hidden, classes):
         super().__init__()
+        self.arch = arch
+        if arch == "gat":
+            self.convs = nn.ModuleList([GATConv(d_in, hidden, HEADS), GATConv(hidden * HEADS, classes, 1)])
+            return
         conv = (lambda i, o: GraphConv(i, o, norm="both")) if arch == "gcn" else (lambda i, o: SAGEConv(i, o, "mean"))
         self.convs = nn.ModuleList([conv(d_in, hidden), conv(hidden, classes)])
 
     def forward(self, g, x):
+        if self.arch == "gat":
+            return self.convs[1](g, F.elu(self.convs[0](g, x).flatten(1))).mean(1)
         return self.convs[1](g, F.relu(self.convs[0](g, x)))
 
 
 def reference_steps(graph, arch, init, steps=3):
     # copies: the canonical graph's arrays are read-only (memory-mapped Arrow)
     g = dgl.graph((torch.tensor(graph.src), torch.tensor(graph.dst)), num_nodes=graph.num_nodes)
-    if arch == "gcn":
+    if arch in ("gcn", "gat"):
         g = dgl.add_self_loop(g)
     x = torch.tensor(graph.features).double()
     y = torch.tensor(graph.labels)
@@ -46,8 +56,8 @@ def reference_steps(graph, arch, init, steps=3):
     return losses, grads
 
 
-@pytest.mark.parametrize("arch", ["gcn", "sage"])
-@pytest.mark.parametrize("parts", [1, 2, 4])
+@pytest.mark.parametrize(("arch", "parts"), [(a, p) for a in ("gcn", "sage") for p in (1, 2, 4)]
+                         + [("gat", 1), ("gat", 2)])
 def test_partitioned_training_matches_whole_graph_dgl(arch, parts, cora_dir, cora_partitions, tmp_path):
     out = tmp_path / "steps.pt"
     torchrun(parts, REPO / "tests" / "workers" / "exactness_worker.py", cora_partitions[parts], arch, out)

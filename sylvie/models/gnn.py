@@ -9,6 +9,7 @@ samplers make them): layer i runs on ``blocks[i]``, whose destinations are the f
 """
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 
 import torch
@@ -43,10 +44,16 @@ class GNN(nn.Module):
             elif arch == "sage":
                 conv = MeanSAGEConv(d_in, d_out)
             else:
-                conv = GATConv(d_in, d_out, 1 if last else heads, feat_drop=dropout, attn_drop=dropout,
-                               allow_zero_in_degree=True)
+                # the input layer drops out its features itself (GAT drops every layer's input); later layers'
+                # inputs are dropped out by the model (between layers, as for GCN and GraphSAGE), not twice
+                conv = GATConv(d_in, d_out, 1 if last else heads, feat_drop=dropout if i == 0 else 0.0,
+                               attn_drop=dropout, allow_zero_in_degree=True)
             self.convs.append(conv)
         self.dropout = Dropout(dropout)
+        # GAT's attention scores are computed per edge (SDDMM), which DGL runs on an edge list (COO) while our blocks
+        # keep only in-edges (CSC; DGL 1.1 does not build CSR for it from CSC): the block with an edge list as well,
+        # kept while the block lives
+        self._attention_graphs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     def forward(self, block, x: torch.Tensor, halo: HaloFn | None = None) -> torch.Tensor:
         blocks = block if isinstance(block, (list, tuple)) else [block] * len(self.convs)
@@ -69,13 +76,26 @@ class GNN(nn.Module):
                 if _rows(h) != block.num_src_nodes():
                     raise RuntimeError(f"layer {i}: got {_rows(h)} rows for {block.num_src_nodes()} source nodes; "
                                        f"a halo exchange is needed for this block")
-            h = conv(block, h, edge_weight=weight) if weight is not None else conv(block, h)
             if self.arch == "gat":
+                h = conv(self._attention_graph(block), h)
                 h = h.mean(1) if i == len(self.convs) - 1 else h.flatten(1)
+            else:
+                h = conv(block, h, edge_weight=weight) if weight is not None else conv(block, h)
             if i < len(self.convs) - 1:
                 h = F.elu(h) if self.arch == "gat" else F.relu(h)
         assert h.shape[0] == n_dst
         return h
+
+    def _attention_graph(self, block):
+        """``block`` with an edge list for GAT's per-edge scores: itself when it has one (sampled blocks do), else a
+        copy allowed COO too, made once per block (DGL builds the edge list from the CSC on first use)."""
+        formats = block.formats()
+        if "coo" in formats["created"] + formats["not created"]:
+            return block
+        graph = self._attention_graphs.get(block)
+        if graph is None:
+            graph = self._attention_graphs[block] = block.formats(["csc", "coo"])
+        return graph
 
     def _layer_input(self, h: torch.Tensor, layer: int, halo: HaloFn | None):
         """The input of a layer after the first: this rank's rows and the halo rows, dropped out. The halo rows

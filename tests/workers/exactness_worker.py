@@ -11,7 +11,7 @@ from sylvie.train.trainer import FullGraphTrainer
 partition_dir, arch, out = sys.argv[1:4]
 ctx = init_distributed("cpu")
 shard = read_shard(partition_dir, ctx.rank, read_manifest(partition_dir))
-model = section("model", {"arch": arch, "dropout": 0.0, "self_loop": arch == "gcn"})
+model = section("model", {"arch": arch, "dropout": 0.0, "self_loop": arch in ("gcn", "gat")})
 trainer = FullGraphTrainer(ctx, shard, model, section("train"), section("comm"), seed=0)
 init = {k: v.clone() for k, v in trainer.model.state_dict().items()}
 losses, grads = [], []
