@@ -1,11 +1,18 @@
-"""The report's time-to-accuracy: validation accuracy against seconds of training, means over seeds, and the
-common target every run reaches."""
+"""`sylvie report`: the time-to-accuracy (validation accuracy against seconds of training, means over seeds, and the
+common target every run reaches); which run directories make one run and how many seeds; numbers that are not finite
+and runs that failed, in words; one line per run in the plots."""
+import json
 import math
+import shutil
+from html.parser import HTMLParser
+from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from sylvie.report.collect import RunOutput, accuracy_over_time, accuracy_target, time_to_accuracy
+from sylvie.cli import main
+from sylvie.report.collect import RunOutput, accuracy_over_time, accuracy_target, collect, time_to_accuracy
 
 pytestmark = pytest.mark.unit
 
@@ -24,3 +31,192 @@ def test_time_to_accuracy_sums_epoch_times_and_averages_seeds():
     assert time_to_accuracy(fast, target) == 3  # the unevaluated epoch 2 counts in time, not as reached
     assert time_to_accuracy(slow, target) == 6
     assert math.isnan(time_to_accuracy(slow, 0.95))
+
+
+# ---- `sylvie report` on run directories as the train and evaluate stages write them -----------------------------
+
+def _record(epoch: int, sampled: bool, acc: float) -> dict:
+    """One epoch of metrics.jsonl, with the keys the trainers write."""
+    val = min(acc, 0.3 + 0.1 * epoch)
+    rec = {"epoch": epoch, "loss": (2.0 - acc) / (epoch + 1), "train_acc": val, "val_acc": val, "test_acc": val,
+           "epoch_time": 0.5, "compute_time": 0.4, "comm_time": 0.1, "hidden_comm_time": 0.0, "codec_time": 0.0,
+           "bits": 32, "bytes_sent": 4000, "fp32_bytes_sent": 4000, "bytes_received": 4000, "eval_time": 0.01}
+    if sampled:
+        rec.update(mode="sampled", minibatches=3, input_rows_per_batch=900.0, rows_local=2000, rows_cached=500,
+                   rows_remote=200, cache_hit_rate=500 / 700)
+    else:
+        rec.update(pipeline=False, staleness=0, sync_reason="synchronous")
+    return rec
+
+
+def write_run(d, seed=0, arch="gcn", mode="full", acc=0.8, epochs=6, test_nodes=True, failure=None) -> Path:
+    """A run directory as `sylvie train` and `sylvie evaluate` leave it: metrics.jsonl and eval.json (through the
+    evaluate stage's writer), or, for a run whose training failed (a RunFailure), metrics.jsonl of the epochs it ran
+    and failed.json."""
+    from sylvie.atomic import write_jsonl
+    from sylvie.config import as_dict, section
+    from sylvie.evaluate.result import write_eval
+    from sylvie.run_failure import write_run_failure
+
+    d = Path(d)
+    d.mkdir(parents=True)
+    sampled = mode == "sampled"
+    records = [_record(e, sampled, acc) for e in range(epochs)]
+    if failure is not None:
+        records = records[:failure.epoch]
+        records[-1]["loss"] = None if failure.reason == "non-finite" else 1e9
+        write_jsonl(d / "metrics.jsonl", records)
+        write_run_failure(d, failure)
+        return d
+    write_jsonl(d / "metrics.jsonl", records)
+    train = {k: v for k, v in as_dict(section("train", {"mode": mode, "epochs": epochs})).items() if k != "seeds"}
+    ckpt = {"model_cfg": as_dict(section("model", {"arch": arch, "self_loop": arch != "sage"})),
+            "train_cfg": {**train, "seed": seed}, "comm_cfg": {} if sampled else as_dict(section("comm", {})),
+            "summary": {"best_epoch": epochs - 1, "best_val_acc": acc, "test_acc_at_best_val": acc,
+                        "setup_bytes": 0, "num_parts": 4}}
+    if sampled:
+        ckpt.update(sampling_cfg=as_dict(section("sampling", {})), features_cfg=as_dict(section("features", {})),
+                    cache_cfg=as_dict(section("cache", {"policy": "vip", "alpha": 0.2})))
+    labels = np.zeros(100, dtype=np.int64)
+    pred = (np.arange(100) >= round(acc * 100)).astype(np.int64)  # a share acc of them right
+    empty = np.zeros(0, dtype=np.int64)
+    splits = {"train": (labels, pred), "val": (labels, pred), "test": (labels, pred) if test_nodes else (empty, empty)}
+    write_eval(d / "eval.json", "cora", ckpt, splits, "whole-graph")
+    return d
+
+
+class _Table(HTMLParser):
+    """The report's table: its header and rows, each a list of cell texts."""
+
+    def __init__(self):
+        super().__init__()
+        self.header, self.rows, self._cells, self._text = [], [], None, None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "tr":
+            self._cells = []
+        elif tag in ("td", "th"):
+            self._text = ""
+
+    def handle_data(self, data):
+        if self._text is not None:
+            self._text += data
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self._cells is not None:
+            self._cells.append(self._text)
+            self._text = None
+        elif tag == "tr":
+            (self.rows if self.header else self.header).extend([self._cells] if self.header else self._cells)
+            self._cells = None
+
+
+def report(tmp_path, run_dirs, capsys, out=None):
+    """``sylvie report`` as the CLI runs it: exit status, stderr, and the table's rows (each header -> cell text;
+    a failed run's row: run -> its name, note -> the spanned cell)."""
+    out = tmp_path / "report" if out is None else out
+    code = main(["report", *map(str, run_dirs), "--out", str(out), "--title", "t"])
+    err = capsys.readouterr().err
+    if code != 0:
+        return code, err, None
+    table = _Table()
+    table.feed((out / "report.html").read_text())
+    rows = [dict(zip(table.header, r)) if len(r) == len(table.header) else {"run": r[0], "note": r[1]}
+            for r in table.rows]
+    return code, err, rows
+
+
+def test_a_run_directory_given_twice_counts_once(tmp_path, capsys):
+    seed0 = write_run(tmp_path / "results/gcn/seed0", seed=0, acc=0.7)
+    seed1 = write_run(tmp_path / "results/gcn/seed1", seed=1, acc=0.9)
+    (tmp_path / "results/gcn/latest").symlink_to(seed0)
+    same = [seed0, seed1, seed0, tmp_path / "results/gcn/../gcn/seed0", tmp_path / "results/gcn/latest"]
+    code, err, rows = report(tmp_path, same, capsys)
+    assert code == 0, err
+    assert [(r["run"], r["seeds"], r["test acc"], r["± std"]) for r in rows] == [("gcn", "2", "80.00%", "10.00%")]
+    assert "counts once" in err
+
+
+def test_two_directories_recording_one_seed_of_one_run_are_an_error(tmp_path, capsys):
+    seed0 = write_run(tmp_path / "results/gcn/seed0", seed=0)
+    shutil.copytree(seed0, tmp_path / "results/gcn/seed0-copy")
+    code, err, _ = report(tmp_path, [seed0, tmp_path / "results/gcn/seed0-copy"], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"{seed0} and {tmp_path / 'results/gcn/seed0-copy'}: both record seed 0" in err
+    assert not (tmp_path / "report").exists()
+
+
+def test_runs_are_grouped_by_their_settings_and_folder(tmp_path, capsys):
+    r = tmp_path / "results"
+    default_layout = [write_run(r / "gcn-p4" / f"seed{s}", seed=s, acc=a) for s, a in [(0, 0.8), (1, 0.7), (2, 0.9)]]
+    default_layout += [write_run(r / "sage-p4-sampled" / f"seed{s}", seed=s, arch="sage", mode="sampled", acc=0.6)
+                       for s in (0, 1)]
+    same_name = [write_run(tmp_path / "a/x/seed0", seed=0, acc=0.5),
+                 write_run(tmp_path / "b/x/seed1", seed=1, arch="sage", mode="sampled", acc=0.9)]
+    mixed = [write_run(r / "mixed/seed0", seed=0, acc=0.4), write_run(r / "mixed/seed1", seed=1, acc=0.6),
+             write_run(r / "mixed/seed2", seed=2, arch="sage", acc=0.3)]
+    code, err, rows = report(tmp_path, default_layout + same_name + mixed, capsys)
+    assert code == 0, err
+    assert [(row["run"], row["seeds"], row["model"], row["regime"], row["test acc"]) for row in rows] == [
+        ("a/x", "1", "gcn", "full-graph", "50.00%"),
+        ("b/x", "1", "sage", "sampled", "90.00%"),
+        ("gcn-p4", "3", "gcn", "full-graph", "80.00%"),
+        ("mixed (arch=gcn, self_loop=true)", "2", "gcn", "full-graph", "50.00%"),
+        ("mixed (arch=sage, self_loop=false)", "1", "sage", "full-graph", "30.00%"),
+        ("sage-p4-sampled", "2", "sage", "sampled", "60.00%"),
+    ]
+
+
+def test_numbers_that_are_not_finite_are_words(tmp_path, capsys):
+    r = tmp_path / "results"
+    no_test = write_run(r / "no-test-nodes/seed0", test_nodes=False)
+    stalled = write_run(r / "stalled/seed0")  # its last epoch, where it reaches the target, took forever
+    lines = (stalled / "metrics.jsonl").read_text().splitlines()
+    lines[-1] = json.dumps({**json.loads(lines[-1]), "epoch_time": math.inf})  # Infinity: as Python's json writes it
+    (stalled / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+    never = write_run(r / "never-evaluated/seed0")
+    lines = (never / "metrics.jsonl").read_text().splitlines()
+    (never / "metrics.jsonl").write_text("".join(
+        json.dumps({**json.loads(line), "val_acc": None}) + "\n" for line in lines))
+    code, err, rows = report(tmp_path, [no_test, stalled, never], capsys)
+    assert code == 0, err
+    by_run = {row["run"]: row for row in rows}
+    assert by_run["no-test-nodes"]["test acc"] == by_run["no-test-nodes"]["± std"] == "n/a (no test nodes)"
+    assert by_run["no-test-nodes"]["s to target"] == "3.00"  # 0.5 s per epoch, 98% of the best 80% reached at epoch 6
+    assert by_run["stalled"]["s to target"] == by_run["never-evaluated"]["s to target"] == "not reached"
+    assert by_run["stalled"]["s/epoch"] == "infinite"
+    cells = [c for row in rows for c in row.values()]
+    assert not [c for c in cells if c.strip() in ("", "–", "-", "nan", "inf") or sum(ch.isdigit() for ch in c) > 12]
+
+
+def test_failed_runs_are_shown_as_failed_in_the_table_and_the_plots(tmp_path, capsys):
+    from sylvie.report.plots import figure
+    from sylvie.run_failure import RunFailure
+
+    r = tmp_path / "results"
+    dirs = [write_run(r / "gcn" / f"seed{s}", seed=s, acc=a) for s, a in enumerate([0.7, 0.8, 0.9])]
+    dirs.append(write_run(r / "gcn/seed3", failure=RunFailure("diverged", 3, "loss 1e9 is 100x the first epoch's")))
+    dirs.append(write_run(r / "sage/seed0", failure=RunFailure("non-finite", 2, "epoch 2: the training loss is nan")))
+    code, err, rows = report(tmp_path, dirs, capsys)
+    assert code == 0, err
+    assert [(row["run"], row.get("seeds"), row.get("note", "")[:40]) for row in rows] == [
+        ("gcn", "3 (+1 failed, below)", ""),
+        ("gcn seed3", None, "diverged at epoch 3: loss 1e9 is 100x th"),
+        ("sage seed0", None, "failed: non-finite loss at epoch 2: epoc")]
+    assert "%" not in rows[1]["note"] + rows[2]["note"]  # no accuracy for a run without a model
+
+    runs = collect(dirs)
+    for name, lines in [("accuracy", ["gcn", "validation", "test"]), ("loss", ["gcn"])]:  # (validation: solid)
+        fig = figure(name, runs)
+        try:
+            assert [t.get_text() for t in fig.legends[0].get_texts()] == [
+                lines[0], "gcn seed3 (diverged at epoch 3)", "sage seed0 (failed: non-finite loss at epoch 2)",
+                *lines[1:], "shaded: lowest to highest seed"]
+            ax = fig.axes[0]
+            labelled = {line.get_label(): line for line in ax.get_lines()}
+            assert labelled["gcn seed3 (diverged at epoch 3)"].get_linestyle() == ":"
+            assert len(labelled["gcn seed3 (diverged at epoch 3)"].get_xdata()) == 3  # the epochs it ran
+            assert len(labelled["gcn"].get_xdata()) == 6  # one line for the 3 seeds: their mean
+            assert len(ax.collections) == 1  # and a band (of the first key)
+        finally:
+            plt.close(fig)

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import base64
+import contextlib
+import errno
 import html
 import math
 import os
@@ -9,18 +11,31 @@ import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
-from sylvie.atomic import atomic_path
+from sylvie.atomic import disk_full_error
+from sylvie.errors import SylvieError
 from sylvie.output_dir import check_location
-from sylvie.report.collect import RunOutput, accuracy_target, collect, summarise, time_to_accuracy
+from sylvie.report.collect import (
+    RunOutput,
+    accuracy_target,
+    collect,
+    failed,
+    finished,
+    summarise,
+    time_to_accuracy,
+)
 from sylvie.report.plots import write_plots
 
 _CAPTIONS = {
-    "loss": "Training loss per epoch, mean over seeds.",
-    "accuracy": "Validation (solid) and test (dashed) accuracy per epoch, mean over seeds.",
+    "loss": "Training loss per epoch, one line per run: the mean over its seeds, shaded from the lowest to the "
+            "highest seed. Runs that failed are dotted, up to the cross where they stopped.",
+    "accuracy": "Validation (solid) and test (dashed) accuracy per epoch, one colour per run: the mean over its "
+                "seeds, shaded from the lowest to the highest seed. Runs that failed are dotted (validation), up "
+                "to the cross where they stopped.",
     "time_to_accuracy": "Validation accuracy against seconds of training (the epochs' times summed, evaluation "
-                        "excluded), mean over seeds: what each regime and exchange buys in wall-clock. The dashed "
-                        "line is the target of the table's \"s to target\" column: 98% of the lowest best "
-                        "validation accuracy of any run, so every run reaches it.",
+                        "excluded), mean over seeds, shaded from the lowest to the highest seed: what each regime "
+                        "and exchange buys in wall-clock. The dashed line is the target of the table's \"s to "
+                        "target\" column: 98% of the lowest best validation accuracy of any run, so every run "
+                        "reaches it. Runs that failed are dotted.",
     "epoch_time": "Seconds per training epoch, split into computation, encoding/decoding of the halo exchange "
                   "(Low-bit Module) and communication waited on (halo exchange and gradient all-reduce), mean over "
                   "epochs and seeds. The hatched part on top is communication that ran in the background while "
@@ -45,45 +60,115 @@ _COLUMNS = [("run", "run", "{}"), ("dataset", "dataset", "{}"), ("parts", "parts
             ("rows_per_batch", "input rows/batch", "{:.0f}"), ("cache_hit", "cache hits", "{:.0%}")]
 
 
-def _fmt(fmt: str, v) -> str:
-    if isinstance(v, float) and math.isnan(v):
-        return "–"
+# A value that is not a finite number, in words: per column where it has a meaning, else "n/a" / "infinite"
+_NOT_A_NUMBER = {"test_acc": "n/a (no test nodes)", "test_std": "n/a (no test nodes)",
+                 "val_acc": "n/a (no validation nodes)", "time_to_target": "not reached",
+                 "rows_per_batch": "n/a (no minibatches)", "cache_hit": "n/a (nothing remote)"}
+_SAMPLED_ONLY = ("rows_per_batch", "cache_hit")
+_INFINITE = {"time_to_target": "not reached"}
+
+
+def _fmt(key: str, fmt: str, v, regime: str = "") -> str:
+    if isinstance(v, float) and not math.isfinite(v):
+        if math.isnan(v):
+            full_graph = regime == "full-graph" and key in _SAMPLED_ONLY
+            return html.escape("n/a (full-graph)" if full_graph else _NOT_A_NUMBER.get(key, "n/a"))
+        return html.escape(_INFINITE.get(key, "infinite" if v > 0 else "minus infinite"))
     return html.escape(fmt.format(v))
+
+
+def _seeds(outputs: list[RunOutput]) -> str:
+    done, stopped = len(finished(outputs)), len(failed(outputs))
+    return f"{done} (+{stopped} failed, below)" if stopped else str(done)
+
+
+def _failed_row(output: RunOutput) -> str:
+    """A run that stopped without a model: what happened, no numbers (there is no evaluation)."""
+    f = output.failure
+    what = f"{output.failure_text()}: {f.message}" if f.message else output.failure_text()
+    return (f"<tr class='failed'><td>{html.escape(f'{output.run} {output.name}')}</td>"
+            f"<td colspan='{len(_COLUMNS) - 1}' style='text-align:left'>{html.escape(what)} "
+            f"({len(output.metrics)} epochs in {html.escape(str(output.path))}/metrics.jsonl; no model, no "
+            "evaluation)</td></tr>")
 
 
 def _table(runs: dict[str, list[RunOutput]]) -> str:
     head = "".join(f"<th>{html.escape(t)}</th>" for _, t, _ in _COLUMNS)
     rows, target = [], accuracy_target(runs)
     for name, outputs in runs.items():
-        row = {"run": name, **summarise(outputs), "time_to_target": time_to_accuracy(outputs, target)}
-        rows.append("<tr>" + "".join(f"<td>{_fmt(f, row[k])}</td>" for k, _, f in _COLUMNS) + "</tr>")
+        if finished(outputs):
+            row = {"run": name, **summarise(outputs), "seeds": _seeds(outputs),
+                   "time_to_target": time_to_accuracy(outputs, target)}
+            rows.append("<tr>" + "".join(f"<td>{_fmt(k, f, row[k], row['regime'])}</td>" for k, _, f in _COLUMNS)
+                        + "</tr>")
+        rows.extend(_failed_row(o) for o in failed(outputs))
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
-def write_report(run_dirs: list[str | Path], out_dir: str | Path, title: str) -> Path:
-    """Write the plot PNGs, then ``report.html``, into ``out_dir``; each file appears atomically."""
-    check_location(out_dir, inputs=tuple(run_dirs), stage="sylvie report")
-    runs = collect(run_dirs)
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".plots-", dir=out_dir) as scratch:
-        plots = write_plots(runs, Path(scratch))
-        figures = "".join(
-            f"<figure><img alt='{name}' src='data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()}'>"
-            f"<figcaption>{html.escape(_CAPTIONS[name])}</figcaption></figure>" for name, p in plots.items())
-        stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-        page = f"""<!doctype html>
+def _check_out(out_dir: str | Path, run_dirs) -> None:
+    """``--out`` is a directory, or a path where one can be made; else a one-line error."""
+    target = check_location(out_dir, inputs=tuple(run_dirs), stage="sylvie report")
+    if target.exists() and not target.is_dir():
+        raise SylvieError(f"refusing --out {out_dir}: it exists and is not a directory; give a "
+                          f"directory for report.html and its plots (a new one, or an earlier report's), e.g. "
+                          f"--out {Path(out_dir).with_name(Path(out_dir).name + '-report')}")
+
+
+def _write_error(out_dir: str | Path, error: OSError) -> SylvieError:
+    """A failed write into the report directory, in one line that says what to do."""
+    where = f"--out {out_dir}: could not write the report there"
+    if error.errno == errno.EROFS:
+        return SylvieError(f"{where}: the file system is read-only; choose an --out on a writable disk")
+    on = f" ({error.filename})" if error.filename else ""
+    if error.errno in (errno.EACCES, errno.EPERM):
+        return SylvieError(f"{where}: permission denied{on}; choose an --out you may write to")
+    full = disk_full_error(Path(out_dir) / "report.html", error)
+    if full is not None:
+        return full
+    return SylvieError(f"{where}: {error.strerror or error}{on}; choose another --out")
+
+
+def _page(title: str, runs: dict[str, list[RunOutput]], plots: dict[str, Path]) -> str:
+    figures = "".join(
+        f"<figure><img alt='{name}' src='data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()}'>"
+        f"<figcaption>{html.escape(_CAPTIONS[name])}</figcaption></figure>" for name, p in plots.items())
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    total = sum(len(o) for o in runs.values())
+    stopped = sum(len(failed(o)) for o in runs.values())
+    failed_note = f" ({stopped} of them stopped without a model, shown as failed)" if stopped else ""
+    return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}}
 table{{border-collapse:collapse;font-size:14px}}td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right}}
-th{{background:#f3f3f3}}figure{{display:inline-block;margin:1em;max-width:48%}}img{{max-width:100%}}
-figcaption{{font-size:13px;color:#555}}</style></head><body>
-<h1>{html.escape(title)}</h1><p>{len(run_dirs)} training runs; generated {stamp}. Accuracy is from the evaluate
+th{{background:#f3f3f3}}tr.failed td{{color:#a00}}figure{{display:inline-block;margin:1em;max-width:48%}}
+img{{max-width:100%}}figcaption{{font-size:13px;color:#555}}</style></head><body>
+<h1>{html.escape(title)}</h1><p>{total} training runs{failed_note}; generated {stamp}. Accuracy is from the evaluate
 stage (whole-graph inference in full precision, model of the best validation epoch), mean ± std over seeds.</p>
 <h2>Runs</h2>{_table(runs)}<h2>Plots</h2>{figures}</body></html>
 """
-        for p in plots.values():
-            os.replace(p, out_dir / p.name)
-    with atomic_path(out_dir / "report.html") as tmp_html:
-        tmp_html.write_text(page)
-    return out_dir / "report.html"
+
+
+def write_report(run_dirs: list[str | Path], out_dir: str | Path, title: str) -> Path:
+    """Write the plot PNGs, then ``report.html``, into ``out_dir``. Every run directory is read and checked before
+    anything is written; the files are made in a scratch folder there and moved into place only when all of them
+    are complete, so a failure (a full or read-only disk) leaves an earlier report as it was."""
+    _check_out(out_dir, run_dirs)
+    runs = collect(run_dirs)
+    out = Path(out_dir)
+    absolute = Path(os.path.abspath(out))
+    made = [p for p in (absolute, *absolute.parents) if not p.exists()]  # deepest first: removed on failure
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=".report-", dir=out) as scratch:
+            plots = write_plots(runs, Path(scratch))
+            page = Path(scratch) / "report.html"
+            page.write_text(_page(title, runs, plots))
+            for p in [*plots.values(), page]:
+                os.replace(p, out / p.name)
+    except OSError as e:
+        error = _write_error(out_dir, e)  # (its free space measured before the folders go)
+        for p in made:  # the directories this call made, if nothing else is in them
+            with contextlib.suppress(OSError):
+                p.rmdir()
+        raise error from e
+    return out / "report.html"
