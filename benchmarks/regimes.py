@@ -11,7 +11,7 @@ network namespace, links limited with tc tbf) and evaluates every epoch; wall-cl
 training times (evaluation excluded, as in the report). The graph uses the generator's defaults for label and
 feature noise, so full-graph fp32 GraphSAGE lands between 60% and 85%. The target is 98% of the lowest best
 validation accuracy of the four, so every configuration reaches it; target, times and plot are the report's own
-(``sylvie/report/collect.py``, ``plots.py``). The plot goes to ``--plot``.
+(``sylvie/report/time_to_accuracy.py``, ``plots.py``). The plot goes to ``--plot``.
 """
 import argparse
 import subprocess
@@ -22,8 +22,9 @@ import numpy as np
 from markdown_section import write_section
 
 from sylvie.bench.cluster_run import train_on_cluster
-from sylvie.report.collect import RunOutput, accuracy_over_time, accuracy_target, time_to_accuracy
 from sylvie.report.plots import plot_accuracy_over_time
+from sylvie.report.run_output import RunOutput
+from sylvie.report.time_to_accuracy import accuracy_over_time, accuracy_target, time_to_accuracy
 
 
 def sylvie(*args: str) -> None:

@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 
 from sylvie.cli import main
-from sylvie.report.collect import RunOutput, accuracy_over_time, accuracy_target, collect, time_to_accuracy
+from sylvie.report.grouping import collect
+from sylvie.report.run_output import RunOutput
+from sylvie.report.time_to_accuracy import accuracy_over_time, accuracy_target, time_to_accuracy
 
 pytestmark = pytest.mark.unit
 

@@ -14,16 +14,11 @@ from pathlib import Path
 from sylvie.atomic import disk_full_error
 from sylvie.errors import SylvieError
 from sylvie.output_dir import check_location
-from sylvie.report.collect import (
-    RunOutput,
-    accuracy_target,
-    collect,
-    failed,
-    finished,
-    summarise,
-    time_to_accuracy,
-)
+from sylvie.report.grouping import collect
 from sylvie.report.plots import write_plots
+from sylvie.report.run_output import RunOutput, failed, finished
+from sylvie.report.summary import summarise
+from sylvie.report.time_to_accuracy import accuracy_target, time_to_accuracy
 
 _CAPTIONS = {
     "loss": "Training loss per epoch, one line per run: the mean over its seeds, shaded from the lowest to the "

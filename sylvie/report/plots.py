@@ -14,19 +14,14 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
-from sylvie.report.collect import (  # noqa: E402
-    RunOutput,
-    accuracy_over_time,
-    accuracy_target,
-    failed,
-    finished,
-    summarise,
-    training_seconds,
-)
+from sylvie.report.run_output import RunOutput, failed, finished  # noqa: E402
+from sylvie.report.summary import summarise  # noqa: E402
+from sylvie.report.time_to_accuracy import accuracy_over_time, accuracy_target, training_seconds  # noqa: E402
 
 PLOTS = ("loss", "accuracy", "time_to_accuracy", "epoch_time", "bytes", "rows")
 _KEY_WORDS = {"val_acc": "validation", "test_acc": "test", "loss": "loss"}
 _BAND = "shaded: lowest to highest seed"
+_SECONDS = "seconds of training (evaluation excluded), mean over seeds"
 
 
 def _colors(runs: dict) -> dict:
@@ -65,7 +60,7 @@ def _failed_line(ax, x, y, color, output: RunOutput) -> None:
 
 
 def _curves(runs, keys, ylabel, logy=False):
-    fig, ax = plt.subplots(figsize=(9, 4.2), layout="constrained")  # room for the legend beside it
+    fig, ax = _wide()
     colors, banded = _colors(runs), False
     for name, outputs in runs.items():
         done = finished(outputs)
@@ -84,17 +79,25 @@ def _curves(runs, keys, ylabel, logy=False):
     ax.set_ylabel(ylabel)
     if logy:
         ax.set_yscale("log")
-    return _finish(fig, ax, outside=True, extra=[Patch(color="0.3", alpha=0.18, label=_BAND)] if banded else [])
+    return _finish(fig, ax, outside=True, banded=banded)
 
 
-def _finish(fig, ax, grid=True, legend_size=7, outside=False, extra=()):
+def _wide():
+    """A figure and its axes with room for the legend beside them (one line per run: many lines)."""
+    return plt.subplots(figsize=(9, 4.2), layout="constrained")
+
+
+def _finish(fig, ax, grid=True, legend_size=7, outside=False, banded=False):
+    """Grid and legend (``banded``: with an entry for the seeds' bands); ``outside``: the legend beside the plot."""
     if grid:
         ax.grid(alpha=0.3)
     handles, _ = ax.get_legend_handles_labels()
+    if banded:
+        handles.append(Patch(color="0.3", alpha=0.18, label=_BAND))
     if outside:  # many runs: the legend beside the plot, not over the lines
-        fig.legend(handles=[*handles, *extra], fontsize=legend_size, loc="outside right upper", frameon=False)
+        fig.legend(handles=handles, fontsize=legend_size, loc="outside right upper", frameon=False)
     else:
-        ax.legend(handles=[*handles, *extra], fontsize=legend_size)
+        ax.legend(handles=handles, fontsize=legend_size)
         fig.tight_layout()
     return fig
 
@@ -120,15 +123,15 @@ def _bars(runs, columns, ylabel, scale=1.0, overlay=None):
     return _finish(fig, ax, grid=False, legend_size=8)
 
 
-def plot_accuracy_over_time(runs, path, xlabel="seconds of training (evaluation excluded), mean over seeds"):
+def plot_accuracy_over_time(runs, path, xlabel=_SECONDS):
     _save(_accuracy_over_time(runs, xlabel), path)
 
 
-def _accuracy_over_time(runs, xlabel="seconds of training (evaluation excluded), mean over seeds"):
+def _accuracy_over_time(runs, xlabel=_SECONDS):
     """Validation accuracy against seconds of training, one line per run (its evaluated epochs, mean over seeds,
     lowest to highest seed shaded), runs that failed dotted, and the common target (``accuracy_target``) as a
     dashed line."""
-    fig, ax = plt.subplots(figsize=(9, 4.2), layout="constrained")  # room for the legend beside it
+    fig, ax = _wide()
     colors, banded = _colors(runs), False
     for name, outputs in runs.items():
         done = finished(outputs)
@@ -143,7 +146,7 @@ def _accuracy_over_time(runs, xlabel="seconds of training (evaluation excluded),
         ax.axhline(target, color="gray", linestyle="--", linewidth=1, label=f"target {target:.1%}")
     ax.set_xlabel(xlabel)
     ax.set_ylabel("validation accuracy")
-    return _finish(fig, ax, outside=True, extra=[Patch(color="0.3", alpha=0.18, label=_BAND)] if banded else [])
+    return _finish(fig, ax, outside=True, banded=banded)
 
 
 def _empty(text):
