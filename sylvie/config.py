@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import copy
 import dataclasses
+import math
 import shlex
 from dataclasses import dataclass
 from functools import cache, lru_cache
@@ -32,12 +33,47 @@ def _properties(name: str) -> dict:
     return schema()["$defs"][name]["properties"]
 
 
-def _raise_invalid(instance, schema_node, where: str) -> None:
+def _non_finite(instance, path=()):
+    """The path and value of the first NaN or infinity in ``instance`` (YAML's .nan, .inf; ``--lr nan``), if any:
+    JSON Schema's bounds let them through (every comparison with NaN is false)."""
+    if isinstance(instance, float) and not math.isfinite(instance):
+        return path, instance
+    items = instance.items() if isinstance(instance, dict) else enumerate(instance) \
+        if isinstance(instance, list) else ()
+    for k, v in items:
+        found = _non_finite(v, (*path, k))
+        if found:
+            return found
+    return None
+
+
+def _allowed(node: dict) -> str:
+    """The range a bounded number knob allows, in words ("0 to 4294967295", "above 0 and below 1")."""
+    if "minimum" in node and "maximum" in node:
+        return f"{node['minimum']} to {node['maximum']}"
+    words = {"minimum": "at least", "exclusiveMinimum": "above", "maximum": "at most", "exclusiveMaximum": "below"}
+    return " and ".join(f"{w} {node[k]}" for k, w in words.items() if k in node)
+
+
+def _raise_invalid(instance, schema_node, where: str, field: str | None = None) -> None:
+    """A SylvieError naming the first invalid field of ``instance`` (``field``: the name of ``instance`` itself,
+    where it is one value)."""
+    bad = _non_finite(instance)
+    if bad:
+        path, value = bad
+        name = ".".join(str(p) for p in path) or field or "(top level)"
+        raise SylvieError(f"{where}: invalid value for '{name}': {value} is not a finite number; give a finite "
+                          f"number")
     errors = sorted(jsonschema.Draft202012Validator(schema_node).iter_errors(instance), key=lambda e: list(e.path))
     if errors:
         e = jsonschema.exceptions.best_match(errors)
-        field = ".".join(str(p) for p in e.absolute_path) or "(top level)"
-        raise SylvieError(f"{where}: invalid value for '{field}': {e.message}")
+        name = ".".join(str(p) for p in e.absolute_path) or field or "(top level)"
+        message = e.message
+        if e.validator in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+            message += f" (allowed: {_allowed(e.schema)})"
+        elif e.validator == "uniqueItems":
+            message += "; give each value once"
+        raise SylvieError(f"{where}: invalid value for '{name}': {message}")
 
 
 def _deep_merge(base: dict, override: dict) -> dict:
@@ -204,12 +240,40 @@ def top_level_properties(name: str) -> dict:
 # ---- CLI flags from the schema -------------------------------------------------------------------
 
 _TYPES = {"integer": int, "number": float, "string": str}
+_GIVEN = "_given_flags"  # attribute of the parsed arguments: dest -> the option string the user wrote
+
+
+def _note_given(namespace: argparse.Namespace, dest: str, option_string: str | None) -> None:
+    setattr(namespace, _GIVEN, {**getattr(namespace, _GIVEN, {}), dest: option_string})
+
+
+class _Store(argparse.Action):
+    """argparse's store, remembering that the flag was given (its default is the schema's either way)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+        _note_given(namespace, self.dest, option_string)
+
+
+class _BooleanOptional(argparse.BooleanOptionalAction):
+    """``--flag`` / ``--no-flag``, remembering that one was given."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        super().__call__(parser, namespace, values, option_string)
+        _note_given(namespace, self.dest, option_string)
+
+
+def given_flags(args: argparse.Namespace, section: str) -> dict[str, str]:
+    """The knobs of ``section`` the user set on the command line (not left at their defaults): knob -> flag as
+    written (``--no-pipeline``)."""
+    prefix = section + "."
+    return {k[len(prefix):]: flag for k, flag in getattr(args, _GIVEN, {}).items() if k.startswith(prefix)}
 
 
 def add_section_arguments(parser: argparse.ArgumentParser, section: str, skip: tuple[str, ...] = (),
                           properties: dict | None = None) -> None:
     """One ``--flag`` per knob of ``section`` (or of ``properties``), with the schema's default, type, choices and
-    description."""
+    description; the flags the user gives are noted (``given_flags``)."""
     group = parser.add_argument_group(f"{section} settings")
     for key, spec in (properties or _properties(section)).items():
         if key in skip:
@@ -219,12 +283,14 @@ def add_section_arguments(parser: argparse.ArgumentParser, section: str, skip: t
         help_text = spec.get("description", "").replace("%", "%%")  # argparse formats help with %
         kwargs = {"dest": f"{section}.{key}", "default": spec.get("default"), "help": help_text}
         if kind == "boolean":
-            group.add_argument(flag, action=argparse.BooleanOptionalAction, **kwargs)
+            group.add_argument(flag, action=_BooleanOptional, **kwargs)
         elif kind == "array":  # e.g. --fanouts 15 10 5
-            group.add_argument(flag, type=_TYPES[spec["items"]["type"]], nargs="+", metavar=key.upper(), **kwargs)
+            group.add_argument(flag, action=_Store, type=_TYPES[spec["items"]["type"]], nargs="+",
+                               metavar=key.upper(), **kwargs)
         else:
             metavar = None if "enum" in spec else key.upper()  # choices show themselves
-            group.add_argument(flag, type=_TYPES[kind], choices=spec.get("enum"), metavar=metavar, **kwargs)
+            group.add_argument(flag, action=_Store, type=_TYPES[kind], choices=spec.get("enum"), metavar=metavar,
+                               **kwargs)
 
 
 def section_from_args(args: argparse.Namespace, name: str, skip: tuple[str, ...] = ()):
@@ -233,6 +299,12 @@ def section_from_args(args: argparse.Namespace, name: str, skip: tuple[str, ...]
     prefix = name + "."
     values = {k[len(prefix):]: v for k, v in vars(args).items() if k.startswith(prefix)}
     return section(name, {k: v for k, v in values.items() if k not in skip}, where=f"sylvie {name} options")
+
+
+def check_item(name: str, key: str, value, where: str, field: str) -> None:
+    """``value`` checked as one item of the array knob ``key`` of section ``name`` (``sylvie train --seed`` is one
+    of train.seeds); ``field`` names it in the error."""
+    _raise_invalid(value, _properties(name)[key]["items"], where, field=field)
 
 
 def cli_arguments(section: str, values, skip: tuple[str, ...] = ()) -> str:

@@ -5,7 +5,8 @@ Two checks, both before any work and again when an output directory is replaced:
 - **location**: an output is never ``/``, the home directory, the working directory or one of its parents,
   a stage input, a parent of an input, or a path inside an input;
 - **ownership**: an existing output directory is replaced only when it is empty or holds exactly what the
-  same kind of stage writes (its marker file, readable, and no other entries). Anything else is refused
+  same kind of stage writes (its marker file, readable, and no other entries but Snakemake's
+  ``.snakemake_timestamp`` of a directory output, replaced with the rest). Anything else is refused
   with the entries that are not ours named; nothing is removed.
 """
 from __future__ import annotations
@@ -19,6 +20,10 @@ from pathlib import Path
 
 from sylvie.errors import SylvieError
 
+# Snakemake's marker in a directory output (its time stamp): part of the output, replaced with it, as the new
+# output is newer than what it marked
+SNAKEMAKE_TIMESTAMP = ".snakemake_timestamp"
+
 
 @dataclass(frozen=True)
 class OutputKind:
@@ -30,18 +35,22 @@ class OutputKind:
     entries: str        # regular expression every file name must match
     subdirs: str = r"(?!)"  # regular expression of the folders it writes (default: none)
 
+    def writes_file(self, name: str) -> bool:
+        """Whether a file of this name is one this kind writes (or Snakemake's marker of a directory output)."""
+        return re.fullmatch(self.entries, name) is not None or name == SNAKEMAKE_TIMESTAMP
+
     def _ours(self, directory: Path, name: str) -> bool:
         path = directory / name
         if path.is_symlink():
             return False
-        return (path.is_file() and re.fullmatch(self.entries, name) is not None) or \
+        return (path.is_file() and self.writes_file(name)) or \
             (path.is_dir() and re.fullmatch(self.subdirs, name) is not None)
 
     def foreign_entries(self, directory: Path) -> list[str]:
         """Names in ``directory`` this kind does not write (empty: the directory is ours to replace)."""
         names = sorted(os.listdir(directory))
         foreign = [n for n in names if not self._ours(directory, n)]
-        if names and not foreign and self.marker:
+        if set(names) - {SNAKEMAKE_TIMESTAMP} and not foreign and self.marker:
             try:
                 marker = json.loads((directory / self.marker).read_text())
                 if not all(k in marker for k in self.marker_keys):
@@ -55,12 +64,29 @@ CANONICAL_GRAPH = OutputKind("canonical graph", "sylvie download", "meta.json", 
                              r"nodes\.arrow|edges\.arrow|meta\.json")
 # A run directory is written into, never replaced: what training, evaluation and the emulated cluster put there,
 # and the temporary files of a write that was killed.
-RUN = OutputKind("run directory", "sylvie train", None, (), r"model\.pt|metrics\.jsonl|eval\.json|train\.lock|"
-                 r"node\d+\.log|\..+\.tmp-\w+", subdirs=r"checkpoints")
+RUN = OutputKind("run directory", "sylvie train", None, (), r"model\.pt|metrics\.jsonl|eval\.json|failed\.json|"
+                 r"train\.lock|node\d+\.log|\..+\.tmp-\w+", subdirs=r"checkpoints")
 VIP = OutputKind("VIP analysis", "sylvie vip", "manifest.json", ("kind", "fanouts", "batch_size", "parts"),
                  r"manifest\.json|vip-\d+\.npy")
 PARTITION = OutputKind("partition", "sylvie partition", "manifest.json", ("format_version", "parts", "num_parts"),
                        r"manifest\.json|part-\d+\.arrow|topology\.arrow")
+
+
+def identify(directory: str | os.PathLike) -> str | None:
+    """Which of our outputs ``directory`` is, in words naming the file that tells ("a partition directory
+    (manifest.json of `sylvie partition`)"); None when it is none of them."""
+    d = Path(directory)
+    for kind in (VIP, PARTITION, CANONICAL_GRAPH):
+        try:
+            marker = json.loads((d / kind.marker).read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(marker, dict) and all(k in marker for k in kind.marker_keys):
+            return f"a {kind.what} directory ({kind.marker} of `{kind.stage}`)"
+    written = [n for n in ("model.pt", "metrics.jsonl") if (d / n).is_file()]
+    if written:
+        return f"a run directory ({written[0]} of `{RUN.stage}`)"
+    return None
 
 
 def _resolved(path: str | os.PathLike) -> Path:
@@ -71,9 +97,8 @@ def _contains(parent: Path, child: Path) -> bool:
     return parent == child or parent in child.parents
 
 
-def check_location(out: str | os.PathLike, inputs: tuple = (), stage: str = "sylvie", flag: str = "--out") -> Path:
-    """``out`` resolved, or a SylvieError if writing there could overwrite something that is not an output."""
-    target = _resolved(out)
+def _refusals(target: Path, inputs: tuple) -> list[str]:
+    """Why writing to ``target`` (resolved) could overwrite something that is not an output; empty: it may."""
     reasons = []
     if target.parent == target:
         reasons.append("the root of the file system")
@@ -91,9 +116,32 @@ def check_location(out: str | os.PathLike, inputs: tuple = (), stage: str = "syl
             reasons.append(f"a parent of this stage's input {given}")
         elif _contains(src, target):
             reasons.append(f"inside this stage's input {given}")
+    return reasons
+
+
+def _suggestion(out, target: Path, inputs: tuple) -> Path | str:
+    """A path that does not exist yet and that check_location accepts, for the refused ``out``: the same name next
+    to the outermost input holding it (or being it), else a directory inside ``out``."""
+    holders = sorted((i for i in inputs if _contains(_resolved(i), target)), key=lambda i: len(_resolved(i).parts))
+    if holders:  # written as the user wrote the input, where that names it
+        given = Path(os.path.normpath(holders[0]))
+        base = (given if given.name not in ("", ".", "..") else _resolved(given)).parent / target.name
+    else:
+        base = Path(out) / "new-output"
+    for n in range(1, 100):
+        candidate = base if n == 1 else base.with_name(f"{base.stem}-{n}{base.suffix}")
+        if not candidate.exists() and not _refusals(_resolved(candidate), inputs):
+            return candidate
+    return "DIR"  # nothing plain is free
+
+
+def check_location(out: str | os.PathLike, inputs: tuple = (), stage: str = "sylvie", flag: str = "--out") -> Path:
+    """``out`` resolved, or a SylvieError if writing there could overwrite something that is not an output."""
+    target = _resolved(out)
+    reasons = _refusals(target, inputs)
     if reasons:
         raise SylvieError(f"{stage}: refusing {flag} {out}: it is {reasons[0]}; give a directory of its own, "
-                          f"e.g. {flag} {Path(out) / 'new-output'}")
+                          f"e.g. {flag} {_suggestion(out, target, inputs)}")
     return target
 
 
@@ -123,7 +171,7 @@ def replace_directory(tmp: Path, out: str | os.PathLike, kind: OutputKind, input
     os.replace(target, old)
     os.replace(tmp, target)
     for name in os.listdir(old):  # only what this kind writes, should anything have appeared since the check
-        if re.fullmatch(kind.entries, name) and (old / name).is_file():
+        if kind.writes_file(name) and (old / name).is_file():
             (old / name).unlink()
     try:
         old.rmdir()

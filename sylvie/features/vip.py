@@ -24,6 +24,7 @@ import numpy as np
 
 from sylvie.atomic import file_sha256, read_json
 from sylvie.errors import SylvieError
+from sylvie.output_dir import VIP, identify
 
 
 def edge_destinations(in_indptr: np.ndarray) -> np.ndarray:
@@ -66,12 +67,19 @@ def read_vip(vip_dir, part: int, partition_checksum: str, fanouts: Sequence[int]
     sampling setting it must belong to (and its sha256)."""
     vip_dir = Path(vip_dir)
     manifest_path = vip_dir / "manifest.json"
+    setting = f"--fanouts {' '.join(map(str, fanouts))} --batch-size {batch_size}"
+    what = identify(vip_dir)
+    if what and not what.startswith(f"a {VIP.what} "):  # another of our outputs: say which
+        raise SylvieError(f"--vip {vip_dir} is {what}, not a VIP analysis; pass the --out of `sylvie vip PARTITION "
+                          f"--out DIR {setting}` (the pipeline's vip rule writes data/vip/...)")
     if not manifest_path.is_file():
         raise SylvieError(f"{manifest_path}: not found; write the VIP analysis with `sylvie vip PARTITION --out "
-                          f"{vip_dir}` (the pipeline's vip rule)")
+                          f"{vip_dir} {setting}` (the pipeline's vip rule)")
     manifest = read_json(manifest_path, "VIP manifest")
-    rerun = f"rerun `sylvie vip` for this partition with --fanouts {' '.join(map(str, fanouts))} " \
-            f"--batch-size {batch_size}"
+    if manifest.get("kind") != "vip":
+        raise SylvieError(f"{manifest_path}: not the manifest of a VIP analysis (no \"kind\": \"vip\"); pass the "
+                          f"--out of `sylvie vip PARTITION --out DIR {setting}` as --vip")
+    rerun = f"rerun `sylvie vip` for this partition with {setting}"
     if manifest.get("partition_checksum") != partition_checksum:
         raise SylvieError(f"{manifest_path}: written for another partition; {rerun}")
     if list(manifest.get("fanouts", [])) != list(fanouts) or manifest.get("batch_size") != batch_size:
