@@ -3,6 +3,11 @@
 A stage that fails part-way leaves nothing at the final path, so Snakemake (and users) never see
 half-written files. A directory output replaces only an earlier output of the same kind (``output_dir``);
 a write that fails because the disk is full says so, naming the path.
+
+The temporary name, ``.<name>.tmp-<pid>_<host>_<random>``, says who writes it: a process killed mid-write (out of
+memory, ``kill -9``) leaves it behind, and the next write of the same output removes it once that writer is gone
+(its pid dead on this host). Nothing else is removed: not another output's temporaries, not a live writer's, not
+one written on another host (a shared file system: its writer cannot be checked from here).
 """
 from __future__ import annotations
 
@@ -12,14 +17,82 @@ import hashlib
 import json
 import math
 import os
+import re
+import secrets
 import shutil
-import tempfile
+import socket
 from pathlib import Path
 
 from sylvie.errors import SylvieError
 from sylvie.output_dir import OutputKind, replace_directory
 
 LOW_SPACE_BYTES = 64 << 20  # below this much free space, a failed write is reported as a full disk
+_HOST = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:6]  # this host, in temporary names
+_TEMP_TAIL = re.compile(r"(\d+)_([0-9a-f]{6})_[0-9a-f]{8}")  # after ".<name>.tmp-": pid, host, random
+
+
+def _temp_prefix(final: Path) -> str:
+    return f".{final.name}.tmp-"
+
+
+def _new_temp(final: Path, directory: bool) -> Path:
+    """A new, empty temporary file or directory beside ``final``, named for this process and host."""
+    while True:
+        tmp = final.parent / f"{_temp_prefix(final)}{os.getpid()}_{_HOST}_{secrets.token_hex(4)}"
+        try:
+            if directory:
+                tmp.mkdir()
+            else:
+                os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
+            return tmp
+        except FileExistsError:
+            continue
+
+
+def _writer_alive(pid: int) -> bool:
+    """Whether process ``pid`` (of this host) still runs; a zombie does not, anything unclear does."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process, or the pid cannot be signalled: alive, to be safe
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat[stat.rindex(")") + 2] != "Z"
+    except (OSError, ValueError, IndexError):
+        return True
+
+
+def remove_leftovers(path: str | os.PathLike) -> list[Path]:
+    """Remove the temporaries an earlier, killed write of ``path`` left beside it: exactly our temporary-name
+    pattern for this output, written by a process of this host that is no longer running. Returns what was
+    removed."""
+    final = Path(path)
+    prefix = _temp_prefix(final)
+    try:
+        names = os.listdir(final.parent)
+    except OSError:
+        return []
+    removed = []
+    for name in names:
+        m = _TEMP_TAIL.fullmatch(name[len(prefix):]) if name.startswith(prefix) else None
+        if m is None or m.group(2) != _HOST or int(m.group(1)) == os.getpid() or _writer_alive(int(m.group(1))):
+            continue
+        leftover = final.parent / name
+        try:
+            if leftover.is_symlink():  # never a temporary of ours
+                continue
+            if leftover.is_dir():
+                shutil.rmtree(leftover)
+            else:
+                leftover.unlink()
+        except FileNotFoundError:  # removed meanwhile, by another run of this stage
+            continue
+        except OSError:
+            continue  # left for the next run; the write itself does not need it gone
+        removed.append(leftover)
+    return removed
 
 
 def _free_bytes(path: Path) -> int | None:
@@ -49,7 +122,8 @@ def disk_full_error(path: Path, error: BaseException) -> SylvieError | None:
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike, directory: bool = False, kind: OutputKind | None = None,
                 inputs: tuple = ()):
-    """Yield a temporary path beside ``path``; on success move it into place, on error remove it.
+    """Yield a temporary path beside ``path``; on success move it into place, on error remove it. Temporaries of
+    earlier writes of ``path`` whose writer was killed are removed first (``remove_leftovers``).
 
     A directory needs its ``kind``: an existing directory at ``path`` is replaced only if it is an earlier
     output of that kind (and ``path`` is none of ``inputs`` nor a parent of one)."""
@@ -57,13 +131,8 @@ def atomic_path(path: str | os.PathLike, directory: bool = False, kind: OutputKi
     if directory and kind is None:
         raise ValueError("atomic_path(directory=True) needs the kind of output it replaces")
     final.parent.mkdir(parents=True, exist_ok=True)
-    prefix = f".{final.name}.tmp-"
-    if directory:
-        tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=final.parent))
-    else:
-        fd, name = tempfile.mkstemp(prefix=prefix, dir=final.parent)
-        os.close(fd)
-        tmp = Path(name)
+    remove_leftovers(final)
+    tmp = _new_temp(final, directory)
     try:
         try:
             yield tmp
@@ -134,3 +203,8 @@ def read_json(path: str | os.PathLike, what: str):
         return json.loads(p.read_text())
     except json.JSONDecodeError as e:
         raise SylvieError(f"{p}: {what} is not valid JSON ({e}); delete it and rerun its stage") from e
+    except UnicodeDecodeError as e:  # another file (a binary one) under this name
+        raise SylvieError(f"{p}: {what} is not a JSON text file (byte {e.start} is not UTF-8); delete it and "
+                          f"rerun its stage") from e
+    except OSError as e:
+        raise SylvieError(f"{p}: {what} cannot be read ({e.strerror or e}); check the file's permissions") from e

@@ -21,8 +21,8 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from sylvie.atomic import atomic_path, read_json
-from sylvie.output_dir import CANONICAL_GRAPH
 from sylvie.errors import SylvieError
+from sylvie.output_dir import CANONICAL_GRAPH, identify
 
 FORMAT_VERSION = 1
 _CHUNK_ROWS = 1 << 20
@@ -194,8 +194,34 @@ def _column(table: pa.Table, name: str) -> np.ndarray:
     return np.concatenate([c.to_numpy(zero_copy_only=False) for c in chunks])
 
 
+_META_FIELDS = {"num_classes": int, "fingerprint": str}  # what reading a graph needs of meta.json, and its type
+
+
 def load_meta(directory: str | Path) -> dict:
-    return read_json(Path(directory) / "meta.json", "dataset metadata")
+    """``meta.json`` of a canonical graph, checked to be one: another of our outputs given instead, or a meta.json
+    edited by hand, is a clear error naming the file."""
+    directory = Path(directory)
+    path = directory / "meta.json"
+    if not path.is_file():
+        what = identify(directory) if directory.is_dir() else None
+        if what:
+            raise SylvieError(f"{directory}: is {what}, not a canonical graph; give the directory written by "
+                              f"`sylvie download`")
+        if directory.is_file():
+            raise SylvieError(f"{directory}: is a file, not a canonical graph directory; give the directory written "
+                              f"by `sylvie download`")
+    meta = read_json(path, "dataset metadata")
+    if not isinstance(meta, dict):
+        raise SylvieError(f"{path}: not the metadata of a canonical graph (a JSON {type(meta).__name__}, not an "
+                          f"object); rerun `sylvie download`")
+    for key, typ in _META_FIELDS.items():
+        if key not in meta:
+            raise SylvieError(f"{path}: field '{key}' is missing; the file was edited or is not `sylvie download`'s: "
+                              f"rerun `sylvie download`")
+        if not isinstance(meta[key], typ) or isinstance(meta[key], bool):
+            raise SylvieError(f"{path}: field '{key}' is {meta[key]!r}, not a{'n' if typ is int else ''} "
+                              f"{typ.__name__}; the file was edited: rerun `sylvie download`")
+    return meta
 
 
 def load_graph(directory: str | Path) -> Graph:
@@ -216,6 +242,6 @@ def load_graph(directory: str | Path) -> Graph:
     )
     graph.validate(str(directory / "nodes.arrow"))
     if graph.fingerprint() != meta.get("fingerprint"):
-        raise SylvieError(f"{directory}: content does not match the fingerprint in meta.json; the files were "
-                          f"changed after download; rerun `sylvie download`")
+        raise SylvieError(f"{directory}: the content of nodes.arrow and edges.arrow does not match the fingerprint "
+                          f"in meta.json; the files were changed after download; rerun `sylvie download`")
     return graph

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import torch.distributed as dist
 
-from sylvie.evaluate.result import SPLITS, write_eval, write_predictions
+from sylvie.evaluate.result import SPLITS, check_outputs, write_eval, write_predictions
 from sylvie.evaluate.trained_model import load_trained, model_for_inference
 from sylvie.output_dir import check_location
 from sylvie.partition.shard_reader import read_manifest, read_shard
@@ -24,6 +24,7 @@ def evaluate_partitioned(partition_dir: str | Path, model_path: str | Path, out_
                          predictions: str | Path | None = None) -> dict | None:
     """On every rank of a run with one rank per part; rank 0 writes ``out_path`` (and ``predictions``) and returns
     eval.json's content, the other ranks None. Waits on peers are bounded by the run's ``train.timeout``."""
+    check_outputs(out_path, predictions, {"--model": model_path, "--partition": partition_dir})
     check_location(out_path, inputs=(partition_dir, model_path), stage="sylvie evaluate")
     if predictions:
         check_location(predictions, inputs=(partition_dir, model_path), stage="sylvie evaluate",

@@ -3,13 +3,54 @@ Evaluator for ogbn-* datasets) next to the run's settings; both evaluation paths
 labels and predictions of the labelled nodes. With ``--predictions``, every node's predicted class, an ``.npy``."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
 
 from sylvie.atomic import atomic_path, write_json
+from sylvie.errors import SylvieError
 
 SPLITS = ("train", "val", "test")
+
+
+def _resolved(path) -> Path:
+    return Path(os.path.abspath(os.path.expanduser(os.fspath(path)))).resolve()
+
+
+def _same(a: Path, b: Path) -> bool:
+    """Whether the resolved paths ``a`` and ``b`` are one file (also through a hard link)."""
+    if a == b:
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist yet
+        return False
+
+
+def check_outputs(out_path, predictions, inputs: dict[str, str | Path]) -> None:
+    """Before any work: ``--out`` (eval.json) and ``--predictions`` are two files of their own, neither one of the
+    ``inputs`` (flag -> path: the model, the dataset or partition) nor inside one, nor an existing directory."""
+    outs = {"--out": out_path, **({"--predictions": predictions} if predictions else {})}
+    resolved = {flag: _resolved(p) for flag, p in outs.items()}
+    model_dir = Path(inputs["--model"]).parent
+    if predictions and _same(resolved["--out"], resolved["--predictions"]):
+        other = Path(out_path).parent / "predictions.npy"
+        raise SylvieError(f"refusing --predictions {predictions}: it is the same file as --out {out_path}, and "
+                          f"eval.json would overwrite the predictions; give each a path of its own, e.g. --predictions "
+                          f"{other if _resolved(other) != resolved['--out'] else other.with_name('predicted.npy')}")
+    default = {"--out": "eval.json", "--predictions": "predictions.npy"}
+    for flag, target in resolved.items():
+        for in_flag, given in inputs.items():
+            src = _resolved(given)
+            if _same(target, src) or src in target.parents:
+                where = "is" if _same(target, src) else "is inside"
+                raise SylvieError(f"refusing {flag} {outs[flag]}: it {where} the input {in_flag} {given}, which "
+                                  f"evaluate only reads; give a path of its own, e.g. {flag} "
+                                  f"{model_dir / default[flag]}")
+        if target.is_dir():
+            raise SylvieError(f"refusing {flag} {outs[flag]}: it is an existing directory, and "
+                              f"{flag} names a file; e.g. {flag} {Path(outs[flag]) / default[flag]}")
 
 
 def accuracy(dataset: str, labels: np.ndarray, pred: np.ndarray) -> float:

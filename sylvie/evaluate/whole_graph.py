@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from sylvie.data.graph import load_graph
-from sylvie.evaluate.result import SPLITS, write_eval, write_predictions
+from sylvie.evaluate.result import SPLITS, check_outputs, write_eval, write_predictions
 from sylvie.evaluate.trained_model import load_trained, model_for_inference
 from sylvie.models.blocks import whole_graph_block
 from sylvie.output_dir import check_location
@@ -18,6 +18,7 @@ def evaluate(dataset_dir: str | Path, model_path: str | Path, out_path: str | Pa
              predictions: str | Path | None = None) -> dict:
     """Writes ``eval.json`` to ``out_path`` (and every node's predicted class, in the dataset's node order, to the
     ``.npy`` file ``predictions`` if given)."""
+    check_outputs(out_path, predictions, {"--model": model_path, "--dataset": dataset_dir})
     check_location(out_path, inputs=(dataset_dir, model_path), stage="sylvie evaluate")
     if predictions:
         check_location(predictions, inputs=(dataset_dir, model_path), stage="sylvie evaluate", flag="--predictions")

@@ -10,6 +10,7 @@ import pyarrow.ipc as ipc
 
 from sylvie.atomic import read_json
 from sylvie.errors import SylvieError
+from sylvie.output_dir import identify
 from sylvie.partition.shard_format import (
     FORMAT_VERSION,
     INT_COLUMNS,
@@ -26,11 +27,29 @@ from sylvie.partition.shard_format import (
 _MANIFEST_KEYS = ("num_parts", "num_features", "num_classes", "num_train", "dataset_fingerprint", "parts")
 
 
+def _not_a_partition(part_dir: Path) -> None:
+    """A clear error if ``part_dir`` is another of our outputs (a dataset, a VIP analysis, a run) or a file."""
+    what = identify(part_dir) if part_dir.is_dir() else None
+    if what and "partition directory" not in what:
+        raise SylvieError(f"{part_dir}: is {what}, not a partition; give the directory written by "
+                          f"`sylvie partition`")
+    if part_dir.is_file():
+        raise SylvieError(f"{part_dir}: is a file, not a partition directory; give the directory written by "
+                          f"`sylvie partition`")
+
+
 def read_manifest(part_dir: str | Path) -> dict:
-    path = Path(part_dir) / "manifest.json"
+    part_dir = Path(part_dir)
+    path = part_dir / "manifest.json"
+    if not path.is_file():
+        _not_a_partition(part_dir)
     manifest = read_json(path, "partition manifest")
+    if not isinstance(manifest, dict):
+        raise SylvieError(f"{path}: not a partition manifest (a JSON {type(manifest).__name__}, not an object); "
+                          f"rerun `sylvie partition`")
     missing = [k for k in _MANIFEST_KEYS if k not in manifest]
     if missing:
+        _not_a_partition(part_dir)
         raise SylvieError(f"{path}: missing field(s) {', '.join(missing)}; rerun `sylvie partition`")
     if manifest.get("format_version") != FORMAT_VERSION:
         raise SylvieError(f"{path}: format_version {manifest.get('format_version')} is not {FORMAT_VERSION}; "
@@ -43,19 +62,19 @@ def read_manifest(part_dir: str | Path) -> dict:
     return manifest
 
 
-def _verified_bytes(path: Path, expected_sha256: str) -> pa.Buffer:
+def _verified_bytes(path: Path, expected_sha256: str, what: str = "shard") -> pa.Buffer:
     if not path.is_file():
-        raise SylvieError(f"{path}: shard missing; rerun `sylvie partition`")
+        raise SylvieError(f"{path}: {what} missing; rerun `sylvie partition`")
     buf = pa.memory_map(str(path)).read_buffer()
     if hashlib.sha256(memoryview(buf)).hexdigest() != expected_sha256:
-        raise SylvieError(f"{path}: sha256 does not match the manifest; the shard is corrupt or was modified, "
+        raise SylvieError(f"{path}: sha256 does not match the manifest; the {what} is corrupt or was modified, "
                           f"rerun `sylvie partition`")
     return buf
 
 
 def _verified_batch(path: Path, expected_sha256: str, what: str, schema: pa.Schema) -> pa.RecordBatch:
     """The one record batch of an Arrow file, after checking its checksum and its schema."""
-    buf = _verified_bytes(path, expected_sha256)
+    buf = _verified_bytes(path, expected_sha256, what)
     try:
         batch = ipc.open_file(buf).get_batch(0)
     except (pa.ArrowInvalid, OSError, IndexError) as e:

@@ -16,12 +16,14 @@ from sylvie.features.store import check_store_options
 from sylvie.features.vip import read_vip
 from sylvie.output_dir import RUN, check_replaceable
 from sylvie.partition.shard_reader import read_manifest, read_shard, read_topology
+from sylvie.run_failure import RunFailure, clear_run_failure, write_run_failure
 from sylvie.train.checkpoint import load_checkpoint, run_identity, save_checkpoint
 from sylvie.train.distributed import one_rank_per_part
 from sylvie.train.peer_watchdog import collective_timeout
 from sylvie.train.protocol import Trainer
 from sylvie.train.run_lock import RunLock
 from sylvie.train.sampled_trainer import SampledTrainer
+from sylvie.train.step import TrainingDiverged, check_divergence, check_divergence_settings
 from sylvie.train.trainer import FullGraphTrainer
 
 
@@ -37,12 +39,15 @@ def run_training(partition_dir: str | Path, out_dir: str | Path, model, train, c
     the vip cache policy, and orders the local rows).
 
     Rank 0 holds ``out_dir/train.lock`` for the whole run. Checkpoints go to ``out_dir/checkpoints/last.pt``
-    every ``checkpoint_every`` epochs; a restart of the same run resumes from there.
+    every ``checkpoint_every`` epochs; a restart of the same run resumes from there. Training that diverges (a
+    non-finite loss, or a loss that stays above ``divergence_factor`` x the first epoch's) stops on every rank at
+    the same epoch; rank 0 then writes ``failed.json`` and ``metrics.jsonl`` of the epochs run, no ``model.pt``.
     """
     out_dir = Path(out_dir)
     sampled = train.mode == "sampled"
     sampling, cache, features = section("sampling", sampling), section("cache", cache), section("features", features)
     check_sampling(model, train, sampling, where="sylvie train")
+    check_divergence_settings(train)
     inputs = (partition_dir,) + ((vip_dir,) if vip_dir else ())
     check_replaceable(out_dir, RUN, inputs=inputs)  # a run directory, or one to become it
     manifest = read_manifest(partition_dir)
@@ -74,7 +79,8 @@ def _train_locked(partition_dir, out_dir: Path, manifest: dict, model, train, co
     if sampled:
         comm_cfg = {}
     train_cfg = {**{k: v for k, v in as_dict(train).items() if k != "seeds"}, "seed": seed}
-    with one_rank_per_part(train.device, train.timeout, manifest["num_parts"], partition_dir) as ctx:
+    with one_rank_per_part(train.device, train.timeout, manifest["num_parts"], partition_dir,
+                           startup_timeout_s=train.startup_timeout) as ctx:
         shard = read_shard(partition_dir, ctx.rank, manifest)
         if sampled:
             sampling, cache, topology, vip, features = sampled
@@ -100,6 +106,7 @@ def _train_locked(partition_dir, out_dir: Path, manifest: dict, model, train, co
                             "num_classes": manifest["num_classes"],
                             "dataset_fingerprint": manifest["dataset_fingerprint"], "summary": summary}, tmp)
             write_jsonl(out_dir / "metrics.jsonl", records)
+            clear_run_failure(out_dir)  # an earlier attempt's record: this run finished
             _log(f"best val {best['val_acc']:.4f} at epoch {best['epoch'] + 1}, test {best['test_acc']:.4f}; "
                  f"wrote {out_dir / 'model.pt'}")
         return summary if ctx.rank == 0 else None
@@ -122,7 +129,11 @@ def _run_epochs(trainer: Trainer, rank: int, out_dir: Path, train, identity: dic
     show_bar = rank == 0 and train.progress and sys.stderr.isatty()
     bar = tqdm(range(start, epochs), initial=start, total=epochs, desc="train", unit="epoch", disable=not show_bar)
     for epoch in bar:
-        rec = trainer.epoch(epoch, evaluate=(epoch + 1) % train.eval_every == 0 or epoch + 1 == epochs)
+        try:
+            rec = trainer.epoch(epoch, evaluate=(epoch + 1) % train.eval_every == 0 or epoch + 1 == epochs)
+        except TrainingDiverged as e:  # not finite: this epoch has no record
+            _record_failure(e, rank, out_dir, records)
+            raise
         records.append(rec)
         if rec["val_acc"] is not None and (best is None or rec["val_acc"] > best["val_acc"]):
             best = {"epoch": epoch, "val_acc": rec["val_acc"], "test_acc": rec["test_acc"], "model": trainer.weights()}
@@ -130,6 +141,11 @@ def _run_epochs(trainer: Trainer, rank: int, out_dir: Path, train, identity: dic
             full = (epoch + 1) % train.log_every == 0 or epoch + 1 == epochs
             for line in trainer.log_lines(rec, epochs, full):
                 _log(line)
+        try:
+            check_divergence([r["loss"] for r in records], train)
+        except TrainingDiverged as e:
+            _record_failure(e, rank, out_dir, records)
+            raise
         every = train.checkpoint_every
         if rank == 0 and every and (epoch + 1) % every == 0 and epoch + 1 < epochs:
             save_checkpoint(ckpt_path, {"identity": identity, "epoch": epoch, "metrics": records, "best": best,
@@ -138,3 +154,10 @@ def _run_epochs(trainer: Trainer, rank: int, out_dir: Path, train, identity: dic
         raise SylvieError(f"train.epochs={epochs}: nothing to train; set epochs >= 1")
     return {"best_epoch": best["epoch"], "best_val_acc": best["val_acc"], "test_acc_at_best_val": best["test_acc"],
             "best": best, "records": records}
+
+
+def _record_failure(e: TrainingDiverged, rank: int, out_dir: Path, records: list[dict]) -> None:
+    """Rank 0: ``failed.json`` (why and at which epoch training stopped) and ``metrics.jsonl`` of the epochs run."""
+    if rank == 0:
+        write_jsonl(out_dir / "metrics.jsonl", records)
+        write_run_failure(out_dir, RunFailure(reason=e.reason, epoch=e.epoch + 1, message=str(e)))

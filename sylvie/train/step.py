@@ -1,8 +1,10 @@
 """What every trainer's optimisation step shares: summing the weight gradients over the ranks, and stopping, on
-every rank at once, when the loss or the gradients are not finite."""
+every rank at once, when the loss or the gradients are not finite, or when the loss has stayed far above the first
+epoch's (``check_divergence``, which the run loop applies to the all-reduced epoch losses of either trainer)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import torch
 import torch.distributed as dist
@@ -13,13 +15,53 @@ from sylvie.train.distributed import all_reduce_sum
 
 
 class TrainingDiverged(SylvieError):
-    """A non-finite loss or weight gradient: training stops before the optimiser step."""
+    """A non-finite loss or weight gradient: training stops before the optimiser step. ``epoch`` (0-based) is where
+    it stopped, ``reason`` the run failure's (``sylvie.run_failure``)."""
+
+    reason = "non-finite"
 
     def __init__(self, epoch: int, loss: float, lr: float, grads_finite: bool):
+        self.epoch = epoch
         what = f"the training loss is {loss}" if not math.isfinite(loss) else "the weight gradients are not finite"
         super().__init__(f"epoch {epoch + 1}: {what}; training diverged and stopped (no model.pt written). Try a "
                          f"lower train.lr (now {lr:g}, e.g. {lr / 10:g}), or check the input features for "
                          f"extreme values")
+
+
+class LossDiverged(TrainingDiverged):
+    """Finite, but for ``patience`` epochs in a row above ``factor`` x the first epoch's loss."""
+
+    reason = "diverged"
+
+    def __init__(self, epoch: int, loss: float, first: float, factor: float, patience: int, lr: float):
+        self.epoch = epoch
+        SylvieError.__init__(
+            self, f"epoch {epoch + 1}: the training loss is {loss:.4g}, above train.divergence_factor {factor:g} x "
+                  f"the first epoch's {first:.4g} for train.divergence_patience {patience} epochs in a row; training "
+                  f"diverged and stopped (no model.pt written). Try a lower train.lr (now {lr:g}, e.g. {lr / 10:g}), "
+                  f"or raise divergence_factor or divergence_patience (0 turns the check off)")
+
+
+def check_divergence_settings(train) -> None:
+    """``train.divergence_factor`` is 0 (off) or above 1: at or below 1 it would stop training whose loss falls."""
+    factor = train.divergence_factor
+    if 0 < factor <= 1:
+        raise SylvieError(f"train.divergence_factor {factor:g}: must be above 1 (training stops when the loss stays "
+                          f"above that many times the first epoch's), or 0 to turn the check off; e.g. 10")
+
+
+def check_divergence(losses: Sequence[float], train) -> None:
+    """Raise ``LossDiverged`` when the last ``train.divergence_patience`` of the epoch ``losses`` so far (every
+    epoch's, from the first) were all above ``train.divergence_factor`` x the first. The losses are the global means
+    every rank holds alike (all-reduced), so every rank stops at the same epoch."""
+    factor, patience = train.divergence_factor, train.divergence_patience
+    if not factor or not patience or len(losses) <= patience:
+        return
+    first = losses[0]
+    if not (math.isfinite(first) and first > 0):
+        return
+    if all(loss > factor * first for loss in losses[-patience:]):
+        raise LossDiverged(len(losses) - 1, losses[-1], first, factor, patience, train.lr)
 
 
 def all_reduce_gradients(model: torch.nn.Module, stats: CommStats, extra: torch.Tensor | None = None) -> bool:
