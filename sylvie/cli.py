@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from pathlib import Path
@@ -62,11 +63,35 @@ def _rank_done() -> None:
         os._exit(0)
 
 
+# What one training mode ignores: the sections of the other mode (the rules pass a run only its mode's flags)
+_OTHER_MODE_SECTIONS = {"full": ("sampling", "cache", "features"), "sampled": ("comm",)}
+_MODE_NAMES = {"full": "full-graph", "sampled": "sampled"}
+
+
+def _check_mode_flags(args) -> None:
+    """Refuse flags the chosen training mode would ignore (only those given: the defaults fill every knob)."""
+    from sylvie.config import given_flags
+
+    mode = getattr(args, "train.mode")
+    other = "sampled" if mode == "full" else "full"
+    wrong = [flag for name in _OTHER_MODE_SECTIONS[mode] for flag in given_flags(args, name).values()]
+    if mode == "full" and args.vip is not None:
+        wrong.append("--vip")
+    if wrong:
+        flags = ", ".join(wrong)
+        chosen = f"--mode {mode}" if "mode" in given_flags(args, "train") else f"--mode {mode} (the default)"
+        raise SylvieError(f"{flags} {'is a setting' if len(wrong) == 1 else 'are settings'} of {_MODE_NAMES[other]} "
+                          f"training (--mode {other}), which {chosen} ignores; drop {flags} or train with --mode "
+                          f"{other}")
+
+
 def _train(args) -> None:
     _as_rank()
-    from sylvie.config import section_from_args
+    from sylvie.config import check_item, section_from_args
     from sylvie.train.run import run_training
 
+    check_item("train", "seeds", args.seed, "sylvie train options", "seed")
+    _check_mode_flags(args)
     run_training(args.partition, args.out, section_from_args(args, "model"),
                  section_from_args(args, "train", skip=("seeds",)), section_from_args(args, "comm"), args.seed,
                  section_from_args(args, "sampling"), section_from_args(args, "cache"), args.vip,
@@ -124,11 +149,32 @@ def _bench_cluster(args) -> None:
           f"{Path(args.out) / 'metrics.jsonl'}")
 
 
+def _seconds(text: str) -> float:
+    """A flag's positive, finite number of seconds (argparse names the flag)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive, finite number of seconds")
+    return value
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, whose error (usage, then exit 2) a rank under a launcher also notes for it."""
+
+    def error(self, message):
+        from sylvie.failures import record_failure
+
+        record_failure(f"{self.prog}: {message}")
+        super().error(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from sylvie.config import add_section_arguments, top_level_properties
 
-    p = argparse.ArgumentParser(prog="sylvie", description="Distributed GNN training on partitioned graphs: full-graph "
-                                "(Sylvie) or sampled minibatches (SALIENT++).")
+    p = _Parser(prog="sylvie", description="Distributed GNN training on partitioned graphs: full-graph "
+                "(Sylvie) or sampled minibatches (SALIENT++).")
     sub = p.add_subparsers(dest="stage", required=True, metavar="STAGE")
 
     d = sub.add_parser("download", help="get a dataset and write it in canonical (Arrow) form",
@@ -228,7 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--out", required=True, help="run directory (model.pt, metrics.jsonl, node<k>.log)")
     c.add_argument("--nodes", type=int, default=None, help="emulated machines (default: the partition's parts)")
     c.add_argument("--rate", default="1gbit", help="link rate of every node, a tc rate (default: 1gbit)")
-    c.add_argument("--timeout", type=float, default=3600,
+    c.add_argument("--timeout", type=_seconds, default=3600,
                    help="stop everything after this many seconds (default: 3600)")
     c.add_argument("train_args", nargs=argparse.REMAINDER, help="flags for `sylvie train`, after --")
     c.set_defaults(func=_bench_cluster)
@@ -255,9 +301,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"sylvie {args.stage}: interrupted", file=sys.stderr)
         return 130
     except Exception as e:  # a bug or a failed collective: the traceback follows, the launcher repeats the line
-        from sylvie.failures import record_failure
+        from sylvie.failures import record_exception
 
-        record_failure(f"{type(e).__name__}: {e}".splitlines()[0][:500])
+        record_exception(e)
         raise
     return code or 0
 

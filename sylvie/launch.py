@@ -20,7 +20,6 @@ import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 
 from sylvie.errors import SylvieError
 from sylvie.supervise import run_supervised
@@ -83,9 +82,9 @@ def slurm_resources(g: Geometry) -> dict:
     }
 
 
-def _torchrun() -> str:
-    here = Path(sys.executable).parent / "torchrun"
-    return str(here) if here.exists() else (shutil.which("torchrun") or "torchrun")
+def _torchrun() -> list[str]:
+    """torchrun, run by ``sylvie.supervise`` so that how each failed rank ended is recorded (``sylvie.failures``)."""
+    return [sys.executable, "-m", "sylvie.supervise"]
 
 
 def _sylvie() -> list[str]:
@@ -93,7 +92,7 @@ def _sylvie() -> list[str]:
 
 
 def standalone_argv(ranks: int, command: list[str]) -> list[str]:
-    return [_torchrun(), "--standalone", "--nproc-per-node", str(ranks), "--no-python", *command]
+    return [*_torchrun(), "--standalone", "--nproc-per-node", str(ranks), "--no-python", *command]
 
 
 def multinode_argv(nnodes: int, nproc_per_node: int, endpoint: str, rdzv_id: str, is_host: bool,
@@ -101,7 +100,7 @@ def multinode_argv(nnodes: int, nproc_per_node: int, endpoint: str, rdzv_id: str
                    join_timeout: int = 300) -> list[str]:
     """torchrun for one node of a c10d rendezvous at ``endpoint`` (host:port); ``is_host`` says this node
     runs the store (torchrun's guess from the hostname fails when several nodes share a host)."""
-    argv = [_torchrun(), "--nnodes", str(nnodes), "--nproc-per-node", str(nproc_per_node),
+    argv = [*_torchrun(), "--nnodes", str(nnodes), "--nproc-per-node", str(nproc_per_node),
             "--rdzv-backend", "c10d", "--rdzv-endpoint", endpoint, "--rdzv-id", rdzv_id,
             "--rdzv-conf", f"is_host={int(is_host)},join_timeout={join_timeout}", "--max-restarts", "0"]
     if node_rank is not None:

@@ -1,11 +1,17 @@
 """Run a launcher (torchrun, srun) as a child that cannot outlive us, and repeat its first failure last.
 
 The child gets SIGTERM from the kernel if this process dies (so torchrun stops its ranks, which die with
-it); SIGINT, SIGTERM and SIGHUP sent to this process are passed on to it. When it fails, the earliest
-error a rank recorded (``sylvie.failures``) is printed after all of torchrun's output.
+it); SIGINT, SIGTERM and SIGHUP sent to this process are passed on to it. When it fails, the failure that came
+first (``sylvie.failures``: what the ranks recorded, and how torchrun saw each failed rank end) is printed after
+all of torchrun's output.
+
+``python -m sylvie.supervise TORCHRUN-ARGS`` is torchrun itself, run in this module so that the exit code or
+signal of every failed rank (which only torchrun, their parent, learns) is recorded for that summary, and so that
+a stopped rank (SIGSTOP) ends when torchrun stops the run rather than 30 s later.
 """
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import subprocess
@@ -14,7 +20,7 @@ import tempfile
 import threading
 import time
 
-from sylvie.failures import ENV, describe, first_failure
+from sylvie.failures import ENV, describe, first_failure, record_rank_exit
 from sylvie.process_tree import die_with_parent, start_time
 
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -80,3 +86,48 @@ def run_supervised(argv: list[str], env: dict, what: str, collect_failures: bool
         if folder:
             shutil.rmtree(folder, ignore_errors=True)
     return code if code >= 0 else 128 - code
+
+
+def _continue_what_torchrun_stops() -> None:
+    """When torchrun stops the ranks (SIGTERM to each rank's process group), also continue them: a rank stopped
+    by SIGSTOP (or Ctrl-Z) cannot act on the SIGTERM, and torchrun would wait 30 s before it SIGKILLs it. The
+    rank is torchrun's child, not yet reaped, so its process group is still its own."""
+    try:
+        from torch.distributed.elastic.multiprocessing.subprocess_handler import SubprocessHandler
+    except ImportError:
+        return
+    close = getattr(SubprocessHandler, "close", None)
+    if close is None or not hasattr(os, "killpg"):
+        return
+
+    def close_and_continue(self, death_sig=None):
+        close(self, death_sig)
+        try:
+            os.killpg(self.proc.pid, signal.SIGCONT)
+        except (OSError, AttributeError):
+            pass
+
+    SubprocessHandler.close = close_and_continue
+
+
+def torchrun_main(argv: list[str]) -> int:
+    """torchrun with ``argv``; when ranks fail, what torchrun saw of each (its exit code or signal, in the order
+    torchrun saw them) is recorded in the launcher's failure folder, and torchrun's report printed."""
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.run import main
+
+    _continue_what_torchrun_stops()
+    try:
+        main(argv)
+    except ChildFailedError as e:
+        folder = os.environ.get(ENV)
+        if folder:
+            for seq, (rank, failure) in enumerate(e.failures.items()):
+                record_rank_exit(folder, rank, failure.pid, failure.exitcode, failure.timestamp, seq)
+        print(e, file=sys.stderr, flush=True)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(torchrun_main(sys.argv[1:]))

@@ -5,6 +5,7 @@ import math
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -45,7 +46,8 @@ def test_divergence_stops_at_once_with_a_hint(cora_partitions, tmp_path):
     assert p.returncode != 0
     last = p.stderr.strip().splitlines()[-1]
     assert "epoch 2: the training loss is nan" in last and "train.lr" in last  # after torchrun's own report
-    assert not (out / "model.pt").exists() and not (out / "metrics.jsonl").exists()
+    assert not (out / "model.pt").exists() and len(read_jsonl(out / "metrics.jsonl")) == 1  # the epoch before
+    assert json.loads((out / "failed.json").read_text())["reason"] == "non-finite"
 
 
 @pytest.mark.unit
@@ -57,6 +59,107 @@ def test_metrics_are_strict_json(tmp_path):
     strict = json.JSONDecoder(parse_constant=lambda c: pytest.fail(f"{c} is not JSON"))
     assert strict.decode((tmp_path / "m.jsonl").read_text()) == {"loss": None, "val_acc": None, "x": [1.0, None]}
     assert strict.decode((tmp_path / "e.json").read_text()) == {"test_acc": None}
+
+
+def _record(folder, rank, t, message, kind):
+    """A rank's failure as a rank writes it for the launcher (sylvie.failures' file format)."""
+    entry = {"time": t, "rank": str(rank), "host": "h", "pid": 100 + rank, "kind": kind, "message": message}
+    (folder / f"rank{rank}-{100 + rank}.json").write_text(json.dumps(entry))
+
+
+GLOO = ("[/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by peer [127.0.0.1]:935. This "
+        "is typically caused by a remote worker crashing.")
+CLOSED = f"RuntimeError: {GLOO}"
+
+
+@pytest.mark.unit
+def test_a_rank_s_own_error_or_death_comes_before_the_connection_errors_it_causes(tmp_path):
+    from sylvie.failures import first_failure
+
+    # rank 0's disk is full; rank 1 sees rank 0's connections close a little before rank 0 has written why
+    own = tmp_path / "own"
+    own.mkdir()
+    _record(own, 1, 100.0, CLOSED, "comm")
+    _record(own, 0, 100.3, "model.pt: could not be written: the disk is full", "error")
+    assert first_failure(own)["rank"] == "0"
+    from sylvie.failures import record_rank_exit
+
+    # rank 1 is killed (SIGKILL): rank 0's connection error is what follows; torchrun stops rank 0 (SIGTERM)
+    died = tmp_path / "died"
+    died.mkdir()
+    _record(died, 0, 100.2, CLOSED, "comm")
+    record_rank_exit(str(died), 1, 101, -9, 100, seq=0)  # torchrun knows when it saw it, to the second
+    record_rank_exit(str(died), 0, 100, -15, 100, seq=1)
+    first = first_failure(died)
+    assert first["rank"] == "1" and first["message"] == "it was killed by signal 9 (SIGKILL; out of memory?)"
+    # a connection that broke long before any rank failed by itself came first
+    _record(died, 1, 80.0, CLOSED, "comm")
+    assert first_failure(died)["time"] == 80.0
+
+
+@pytest.mark.unit
+def test_a_failed_collective_is_recorded_as_a_communication_error(tmp_path):
+    from sylvie.errors import SylvieError
+    from sylvie.failures import ENV, read_failures, record_exception
+
+    env = {ENV: str(tmp_path), "RANK": "3"}
+    record_exception(RuntimeError(GLOO), env)
+    assert [(e["rank"], e["kind"]) for e in read_failures(tmp_path)] == [("3", "comm")]
+    record_exception(SylvieError("a later error of the same process"), env)  # its first failure counts
+    assert [e["message"] for e in read_failures(tmp_path)] == [CLOSED]
+    record_exception(SylvieError("Broken pipe: the file ends early"), {ENV: str(tmp_path), "RANK": "4"})
+    assert {e["rank"]: e["kind"] for e in read_failures(tmp_path)} == {"3": "comm", "4": "error"}
+
+
+@pytest.mark.slow
+def test_a_rank_killed_by_a_signal_is_named_last(cora_partitions, tmp_path):
+    out = tmp_path / "run"
+    proc = start_launch(cora_partitions[2], out, "--epochs", "1000000", "--log-every", "100000")
+    try:
+        wait_for_epochs(out)
+        pid = rank_pids(out)[1]
+        os.kill(pid, signal.SIGKILL)  # as the kernel's OOM killer does; rank 0's collective then breaks
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    last = err.strip().splitlines()[-1]
+    assert proc.returncode != 0
+    assert f"rank 1 (host {socket.gethostname()}, pid {pid}) failed first: it was killed by signal 9 (SIGKILL; " \
+           "out of memory?)" in last, last
+
+
+@pytest.mark.slow
+def test_a_rank_frozen_before_it_joins_is_named_within_the_startup_timeout(cora_partitions, tmp_path):
+    out = tmp_path / "run"
+    proc = start_launch(cora_partitions[2], out, "--epochs", "3", "--startup-timeout", "3")
+    try:
+        deadline = time.monotonic() + 60
+        while 1 not in (pids := rank_pids(out)) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        os.kill(pids[1], signal.SIGSTOP)  # still importing: long before it joins the process group
+        t0 = time.monotonic()
+        _, err = proc.communicate(timeout=60)  # 03d865d: gloo's 155 s, then torchrun's 30 s grace
+        elapsed = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    last = err.strip().splitlines()[-1]
+    assert proc.returncode != 0
+    # rank 0 gets to the join (its own start-up), waits 3 s, and the stopped rank ends with the run
+    assert elapsed < 30, elapsed
+    assert "rank 0" in last and "failed first: rank 1 did not join within 3 s (frozen, stopped or not started)" in last
+    assert "train.startup_timeout" in last
+    time.sleep(1)
+    assert not any(alive(p) for p in pids.values())
+
+
+@pytest.mark.slow
+def test_a_bad_flag_under_the_launcher_is_named_last(cora_partitions, tmp_path):
+    p = launch(cora_partitions[2], tmp_path / "run", "--remote-bits", "3")
+    last = p.stderr.strip().splitlines()[-1]
+    assert p.returncode != 0
+    assert "failed first: sylvie train: argument --remote-bits: invalid choice: 3 (choose from" in last, last
 
 
 @pytest.mark.slow
@@ -74,8 +177,8 @@ def test_a_frozen_rank_fails_the_run_within_the_timeout(cora_partitions, tmp_pat
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode != 0
-    # the peer's timeout (10 s), then torchrun's 30 s grace before it SIGKILLs the stopped rank
-    assert elapsed < 60, elapsed
+    # the peer's timeout (10 s); the stopped rank ends with the run (03d865d: after torchrun's 30 s grace)
+    assert elapsed < 18, elapsed
     assert "rank 1" in err.strip().splitlines()[-1] and "has not answered" in err.strip().splitlines()[-1]
     time.sleep(1)
     assert not any(alive(p) for p in pids.values())

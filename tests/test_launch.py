@@ -45,8 +45,10 @@ def test_launcher_follows_the_environment():
     assert where_to_launch({"SLURM_JOB_ID": "7", "SLURM_STEP_ID": "0"}) == "slurm-step"
     cmd = ["sylvie", "train", "--partition", "p"]
     here = launch_argv(plan_geometry(4), cmd, env={})
-    assert here[1:5] == ["--standalone", "--nproc-per-node", "4", "--no-python"] and here[-4:] == cmd
-    assert launch_argv(plan_geometry(1), cmd, env={"SLURM_JOB_ID": "7", "SLURM_STEP_ID": "0"})[1] == "--standalone"
+    # torchrun, run by sylvie.supervise (which records how each failed rank ended)
+    assert here[1:7] == ["-m", "sylvie.supervise", "--standalone", "--nproc-per-node", "4", "--no-python"]
+    assert here[-4:] == cmd
+    assert launch_argv(plan_geometry(1), cmd, env={"SLURM_JOB_ID": "7", "SLURM_STEP_ID": "0"})[3] == "--standalone"
     srun = launch_argv(plan_geometry(4, nodes=2, gpus_per_node=2), cmd, env={"SLURM_JOB_ID": "7"})
     assert srun[:4] == ["srun", "--nodes=2", "--ntasks=2", "--ntasks-per-node=1"] and "--gres=gpu:2" in srun
     assert srun[srun.index("launch"):srun.index("--")] == ["launch", "--slurm-task", "--ranks", "4", "--nodes", "2",

@@ -11,6 +11,7 @@ import torch.distributed as dist
 
 from sylvie.comm.collective import all_reduce_sum  # noqa: F401 - re-exported for the trainers
 from sylvie.errors import SylvieError
+from sylvie.failures import record_exception
 from sylvie.freed_memory import return_freed_memory
 from sylvie.train.peer_watchdog import PeerWatchdog, collective_timeout
 
@@ -57,25 +58,40 @@ def shutdown(finished: bool = False) -> None:
 
 
 
+def _one_rank_per_part(world: int, num_parts: int, partition_dir) -> None:
+    if world != num_parts:
+        raise SylvieError(f"{partition_dir} has {num_parts} parts but {world} ranks were started; launch with "
+                          f"torchrun --nproc-per-node {num_parts} (or sylvie launch --ranks {num_parts}): one rank "
+                          "per part")
+
+
 @contextlib.contextmanager
-def one_rank_per_part(device: str, timeout_s: float, num_parts: int, partition_dir, stage: str = "train"):
-    """The ranks of a run with one rank per part of ``partition_dir``: join the process group (``device``), check
-    there is a rank for every part, and watch the peers (``PeerWatchdog``: a silent peer fails the run after
-    ``timeout_s``; the backend's own timeout, a little later, is the backstop for a collective that hangs while
-    every peer still beats). Yields the ``Context``; on leaving, after a finished body every rank first waits for
-    the others (beating while it waits), then leaves the group."""
+def one_rank_per_part(device: str, timeout_s: float, num_parts: int, partition_dir, stage: str = "train",
+                      startup_timeout_s: float = 60):
+    """The ranks of a run with one rank per part of ``partition_dir``: check there is a rank for every part, start
+    watching the peers (``PeerWatchdog``), wait for every rank to start (at most ``startup_timeout_s``, then fail
+    naming the ranks missing), and join the process group (``device``). From then on a silent peer fails the run
+    after ``timeout_s``; the backend's own timeout, a little later, is the backstop for a collective that hangs
+    while every peer still beats. Yields the ``Context``; on leaving, after a finished body every rank first
+    waits for the others (beating while it waits), then leaves the group. A failure is recorded for the launcher
+    before the group is left, that is before the peers see this rank's connections close."""
     return_freed_memory()  # a rank holds a part of the graph: what it frees goes back (sylvie/freed_memory.py)
-    ctx = init_distributed(device, collective_timeout(timeout_s))
-    watchdog = PeerWatchdog(ctx.rank, ctx.world, timeout_s, stage)
+    if dist.is_initialized():  # a caller joined the group for us
+        rank, world = dist.get_rank(), dist.get_world_size()
+    else:
+        rank, world = (int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])) if "RANK" in os.environ else (0, 1)
+    _one_rank_per_part(world, num_parts, partition_dir)  # before waiting for anyone
+    watchdog = PeerWatchdog(rank, world, timeout_s, stage, startup_timeout_s)
     finished = False
     try:
-        if ctx.world != num_parts:
-            raise SylvieError(f"{partition_dir} has {num_parts} parts but {ctx.world} ranks were started; launch "
-                              f"with torchrun --nproc-per-node {num_parts} (or sylvie launch --ranks {num_parts}): "
-                              "one rank per part")
         watchdog.start()
+        watchdog.wait_for_peers()
+        ctx = init_distributed(device, collective_timeout(timeout_s))
         yield ctx
         finished = True
+    except Exception as e:
+        record_exception(e)
+        raise
     finally:
         shutdown(finished)
         watchdog.stop()

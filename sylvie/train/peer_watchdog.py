@@ -1,13 +1,21 @@
 """Bounded waits: every rank beats a heartbeat into the rendezvous store and watches its peers' beats.
 
-Collectives wait for their slowest peer; gloo's own timeout fires only after ``timeout`` in one collective
-and does not say which peer is missing. The watchdog (a daemon thread) does: when a peer's heartbeat has
-not moved for ``timeout`` seconds (the peer is frozen, stopped, or cut off from the network), or this rank
-cannot reach the store for that long, it prints which rank and why, records the failure for the launcher,
-and ends this process, so that torchrun stops the run.
+Collectives wait for their slowest peer; gloo's own timeout fires only after ``timeout`` in one collective and
+does not say which peer is missing, and joining the process group waits as long for a rank that never comes.
+The watchdog (started before the rank joins the process group) does both:
+
+- start-up: every rank counts itself in; ``wait_for_peers`` returns once all have, and after
+  ``startup_timeout`` seconds raises an error naming the ranks that never did (frozen, stopped, not started);
+- then: when a peer's heartbeat has not moved for ``timeout`` seconds (the peer is frozen, stopped, or cut off
+  from the network), or this rank cannot reach the store for that long, it prints which rank and why, records
+  the failure for the launcher, and ends this process, so that torchrun stops the run.
+
+A beat and one read of every peer's count every ``interval`` (at most 1 s), judged every half interval by a
+thread that never waits on the network: a silent peer is named within ``timeout`` plus 1.5 intervals.
 """
 from __future__ import annotations
 
+import itertools
 import os
 import socket
 import sys
@@ -17,7 +25,10 @@ from datetime import timedelta
 
 import torch.distributed as dist
 
+from sylvie.errors import SylvieError
 from sylvie.failures import record_failure
+
+_WATCHES = itertools.count()
 
 
 def collective_timeout(timeout_s: float) -> float:
@@ -26,38 +37,76 @@ def collective_timeout(timeout_s: float) -> float:
     return 1.25 * timeout_s + 5
 
 
+def _ranks(ranks: list[int]) -> str:
+    return f"rank {ranks[0]}" if len(ranks) == 1 else "ranks " + ", ".join(map(str, ranks))
+
+
 class PeerWatchdog:
-    def __init__(self, rank: int, world: int, timeout_s: float, stage: str = "train"):
-        self.rank, self.world, self.timeout, self.stage = rank, world, float(timeout_s), stage
-        self.interval = min(5.0, max(0.5, self.timeout / 20))
+    """Two daemon threads: one talks to the store (beats, reads the peers' counts), the other judges from what the
+    first last saw and never waits on the network, so that a store operation hanging on a cut link cannot keep
+    it from failing the run."""
+
+    def __init__(self, rank: int, world: int, timeout_s: float, stage: str = "train", startup_timeout_s: float = 60):
+        self.rank, self.world, self.stage = rank, world, stage
+        self.timeout, self.startup_timeout = float(timeout_s), float(startup_timeout_s)
+        self.interval = min(1.0, max(0.1, self.timeout / 20))
+        self._peers = [p for p in range(world) if p != rank]
+        self._lock = threading.Lock()
+        self._started = self._reached = time.monotonic()  # the last store round trip that succeeded
+        self._seen: dict[int, tuple[int, float]] = {}  # peer -> (beats, when first seen), once all have joined
+        self._who: dict[int, str] = {}
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._settled = threading.Event()  # every rank has counted itself in, or the start-up wait is over
+        self._missing: str | None = None  # why the start-up wait failed
+        self._threads: list[threading.Thread] = []
         self._store = None
 
     def start(self) -> PeerWatchdog:
+        """Count this rank in and beat from now on (before joining the process group)."""
         if self.world < 2 or "MASTER_ADDR" not in os.environ:
+            self._settled.set()
             return self
         addr, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
         self._where = f"{addr}:{port}"
-        store = dist.TCPStore(addr, port, is_master=False, timeout=timedelta(seconds=max(1.0, self.interval * 2)),
-                              wait_for_workers=False)
-        self._store = dist.PrefixStore("sylvie-watchdog/", store)
-        self._store.set(f"who{self.rank}", f"host {socket.gethostname()}, pid {os.getpid()}")
-        self._thread = threading.Thread(target=self._run, name="sylvie-peer-watchdog", daemon=True)
-        self._thread.start()
+        try:
+            store = dist.TCPStore(addr, port, is_master=False, timeout=timedelta(seconds=10), wait_for_workers=False)
+            store.set_timeout(timedelta(seconds=max(1.0, self.interval * 2)))  # every later operation
+            # a fresh name space for each of torchrun's restarts of the ranks, and each watch in one process (every
+            # rank runs the same stages in the same order)
+            space = f"{os.environ.get('TORCHELASTIC_RESTART_COUNT', 0)}.{next(_WATCHES)}"
+            self._store = dist.PrefixStore(f"sylvie-watchdog/{space}/", store)
+            self._store.set(f"who{self.rank}", f"host {socket.gethostname()}, pid {os.getpid()}")
+            self._store.add(f"beat{self.rank}", 1)
+            self._store.add("joined", 1)
+        except Exception as e:
+            raise SylvieError(self._unreachable(None, e)) from e
+        self._started = self._reached = time.monotonic()
+        self._threads = [threading.Thread(target=f, name=f"sylvie-peer-watchdog-{f.__name__.strip('_')}", daemon=True)
+                         for f in (self._talk, self._judge)]
+        for t in self._threads:
+            t.start()
         return self
+
+    def wait_for_peers(self) -> None:
+        """Return once every rank has started its watchdog; raise, naming the ranks missing, after
+        ``startup_timeout`` seconds."""
+        # the judge settles it within startup_timeout and half an interval; the margin is a backstop
+        if not self._settled.wait(self.startup_timeout + 10):
+            raise SylvieError(f"the peer watchdog did not settle within {self.startup_timeout:.0f} s of start-up")
+        if self._missing:
+            raise SylvieError(self._missing)
 
     def stop(self) -> None:
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=self.interval * 3)
-            self._thread = None
+        for t in self._threads:
+            t.join(timeout=self.interval * 3)
+        self._threads = []
 
-    def _who(self, peer: int) -> str:
-        try:
-            return self._store.get(f"who{peer}").decode()
-        except Exception:
-            return "host unknown"
+    def _settle(self, missing: str | None = None) -> None:
+        with self._lock:
+            if not self._settled.is_set():
+                self._missing = missing
+                self._settled.set()
 
     def _fail(self, message: str) -> None:
         if self._stop.is_set():
@@ -67,25 +116,69 @@ class PeerWatchdog:
         record_failure(message)
         os._exit(1)  # the main thread may be blocked inside a collective; torchrun then stops the other ranks
 
-    def _run(self) -> None:
-        now = time.monotonic()
-        seen = {p: (-1, now) for p in range(self.world) if p != self.rank}
-        reached = now
-        while not self._stop.wait(self.interval):
-            now = time.monotonic()
+    def _unreachable(self, seconds: float | None, e: Exception | None = None) -> str:
+        how = f" for {seconds:.0f} s" if seconds is not None else ""
+        why = f" ({type(e).__name__})" if e is not None else ""
+        return (f"cannot reach the rendezvous store at {self._where}{how}{why}; this node's network is down or the "
+                f"first node is gone")
+
+    def _not_joined(self) -> str:
+        missing = [p for p in self._peers if self._store.add(f"beat{p}", 0) == 0]
+        who = _ranks(missing) if missing else "a rank"
+        return (f"{who} did not join within {self.startup_timeout:.0f} s (frozen, stopped or not started); stopping "
+                f"the run. If {'they are' if len(missing) > 1 else 'it is'} only slow to start (a busy machine or file "
+                f"system), raise train.startup_timeout (now {self.startup_timeout:.0f} s)")
+
+    def _talk(self) -> None:
+        """Beat; at start-up wait for every rank to count itself in, then read every peer's count each beat."""
+        keys = [f"beat{p}" for p in self._peers]
+        poll = 0.02  # fast while waiting for the others at start-up
+        while not self._stop.wait(self.interval if self._seen else poll):
+            poll = min(self.interval, 0.25, poll * 1.5)
             try:
                 self._store.add(f"beat{self.rank}", 1)
-                beats = {p: self._store.add(f"beat{p}", 0) for p in seen}
-                reached = now
-            except Exception as e:  # the store (on the first node) is out of reach
-                if now - reached > self.timeout:
-                    self._fail(f"cannot reach the rendezvous store at {self._where} for {now - reached:.0f} s "
-                               f"({type(e).__name__}); this node's network is down or the first node is gone")
+                if self._seen:
+                    beats = [int(v) for v in self._store.multi_get(keys)]
+                elif self._store.add("joined", 0) >= self.world:
+                    who = self._store.multi_get([f"who{p}" for p in self._peers])
+                    now = time.monotonic()
+                    with self._lock:
+                        self._who = {p: w.decode() for p, w in zip(self._peers, who)}
+                        self._seen = {p: (-1, now) for p in self._peers}
+                        self._reached = now
+                    self._settle()
+                    continue
+                elif time.monotonic() - self._started > self.startup_timeout:
+                    self._settle(self._not_joined())
+                    return
+                else:
+                    beats = None
+            except Exception:
+                continue  # the judge decides when the store has been out of reach too long
+            now = time.monotonic()
+            with self._lock:
+                self._reached = now
+                for peer, value in zip(self._peers, beats or ()):
+                    if value != self._seen[peer][0]:
+                        self._seen[peer] = (value, now)
+
+    def _judge(self) -> None:
+        """Fail the run when the store has been out of reach, or a peer silent, for too long."""
+        while not self._stop.wait(self.interval / 2):
+            now = time.monotonic()
+            with self._lock:
+                reached, seen = self._reached, dict(self._seen)
+            if not self._settled.is_set():
+                if now - reached > self.startup_timeout:
+                    self._settle(self._unreachable(now - reached))
                 continue
-            for peer, value in beats.items():
-                if value != seen[peer][0]:
-                    seen[peer] = (value, now)
-                elif now - seen[peer][1] > self.timeout:
-                    self._fail(f"rank {peer} ({self._who(peer)}) has not answered for {now - seen[peer][1]:.0f} s "
-                               f"(frozen, stopped, or cut off from the network); stopping the run. If it is only "
-                               f"slow, raise train.timeout (now {self.timeout:.0f} s)")
+            if self._missing:
+                return
+            if now - reached > self.timeout:
+                self._fail(self._unreachable(now - reached))
+            elif now - reached <= 2 * self.interval + 1:  # what was read is fresh: judge the peers by it
+                for peer, (_, since) in seen.items():
+                    if now - since > self.timeout:
+                        self._fail(f"rank {peer} ({self._who.get(peer, 'host unknown')}) has not answered for "
+                                   f"{now - since:.0f} s (frozen, stopped, or cut off from the network); stopping "
+                                   f"the run. If it is only slow, raise train.timeout (now {self.timeout:.0f} s)")
