@@ -35,7 +35,7 @@ def evaluate_partitioned(partition_dir: str | Path, model_path: str | Path, out_
     train_cfg = ckpt["train_cfg"]
     # on a GPU if this machine has one, else the CPU, whatever device training used; the run's timeout
     with one_rank_per_part("auto", float(train_cfg.get("timeout", 120)), manifest["num_parts"], partition_dir,
-                           stage="evaluate") as ctx:
+                           stage="evaluate", startup_timeout_s=float(train_cfg.get("startup_timeout", 60))) as ctx:
         shard = read_shard(partition_dir, ctx.rank, manifest)
         graph = PartitionGraph(ctx, shard, model_cfg.self_loop)  # copies the labels and splits
         ids = np.array(shard.global_id) if predictions else None
