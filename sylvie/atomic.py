@@ -95,6 +95,20 @@ def remove_leftovers(path: str | os.PathLike) -> list[Path]:
     return removed
 
 
+@contextlib.contextmanager
+def scratch_directory(beside: str | os.PathLike):
+    """A temporary directory named for the output ``beside`` (as ``atomic_path`` names its temporaries, so that a
+    killed process's is removed by the next write of that output), removed with what is left in it on leaving: for
+    outputs of several files that are moved into place one by one once all are written."""
+    final = Path(beside)
+    remove_leftovers(final)
+    tmp = _new_temp(final, directory=True)
+    try:
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def _free_bytes(path: Path) -> int | None:
     try:
         st = os.statvfs(path)

@@ -85,3 +85,15 @@ def test_a_killed_file_write_is_cleaned_up_by_the_next_write_of_that_file(tmp_pa
 
     write_json(target, {"test_acc": 0.5})
     assert _temporaries(tmp_path, "eval.json") == [".eval.json.tmp-mine"] and target.read_text().startswith("{")
+
+
+def test_a_killed_report_leaves_its_scratch_folder_that_the_next_report_removes(tmp_path, capsys):
+    from test_report import write_run
+
+    runs = [str(write_run(tmp_path / f"results/gcn/seed{s}", seed=s)) for s in (0, 1)]
+    out = tmp_path / "report"
+    out.mkdir()
+    left = _kill_while_writing([str(BIN / "sylvie"), "report", *runs, "--out", str(out)], out, "report.html")
+    assert left and (out / left[0]).is_dir()  # its plots, half made
+    assert main(["report", *runs, "--out", str(out)]) == 0
+    assert _temporaries(out, "report.html") == [] and (out / "report.html").is_file()

@@ -7,11 +7,10 @@ import errno
 import html
 import math
 import os
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
-from sylvie.atomic import disk_full_error
+from sylvie.atomic import disk_full_error, scratch_directory
 from sylvie.errors import SylvieError
 from sylvie.output_dir import check_location
 from sylvie.report.grouping import collect
@@ -154,9 +153,9 @@ def write_report(run_dirs: list[str | Path], out_dir: str | Path, title: str) ->
     made = [p for p in (absolute, *absolute.parents) if not p.exists()]  # deepest first: removed on failure
     try:
         out.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(prefix=".report-", dir=out) as scratch:
-            plots = write_plots(runs, Path(scratch))
-            page = Path(scratch) / "report.html"
+        with scratch_directory(out / "report.html") as scratch:
+            plots = write_plots(runs, scratch)
+            page = scratch / "report.html"
             page.write_text(_page(title, runs, plots))
             for p in [*plots.values(), page]:
                 os.replace(p, out / p.name)
