@@ -43,6 +43,10 @@ def test_a_loss_far_above_the_first_stops_training_and_a_later_success_clears_th
     assert (out / "model.pt").exists() and len(read_jsonl(out / "metrics.jsonl")) == 2
     assert not (out / "failed.json").exists() and read_run_failure(out) is None
 
+    # and diverging again: the finished run's model.pt goes, or it would be taken for this run's
+    assert _train(cora_partitions[1], out, "--lr", "1e6", "--epochs", "30") == 2
+    assert read_run_failure(out).reason == "diverged" and not (out / "model.pt").exists()
+
 
 @pytest.mark.unit
 def test_a_non_finite_loss_is_recorded_with_the_epochs_before_it(cora_partitions, tmp_path, capsys):

@@ -305,3 +305,13 @@ def test_a_yaml_syntax_error_names_the_file_and_line(repo_copy):
     p = run([str(BIN / "snakemake"), "-n", "--cores", "1"], cwd=repo_copy, check=False)
     assert p.returncode != 0
     assert "config/config.yaml, line " in p.stdout + p.stderr and "not valid YAML" in p.stdout + p.stderr
+
+
+@pytest.mark.slow
+def test_ranks_join_where_rank_0_makes_the_store(cora_partitions, tmp_path):
+    """Where torchrun does not share its agent's store (torch < 2.5, or TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1), the
+    store exists only once rank 0 joins: the watchdog starts after joining instead of waiting for a store that no
+    rank has made (every rank failed there with 'cannot reach the rendezvous store')."""
+    p = launch(cora_partitions[2], tmp_path / "run", "--epochs", "2", env={"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"})
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert len(read_jsonl(tmp_path / "run" / "metrics.jsonl")) == 2

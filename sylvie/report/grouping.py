@@ -13,9 +13,10 @@ from pathlib import Path
 from sylvie.errors import SylvieError
 from sylvie.report.run_output import RunOutput, failed, finished, read_run
 
-# Knobs that change how a run was watched, not what it computed or how fast: seeds differing only in them are one run
+# Knobs that change how a run was watched, not what a finished run computed or how fast: seeds differing only in
+# them (or written before one of them existed) are one run
 _NOT_WHAT_RUNS = {"train.seed", "train.progress", "train.log_every", "train.checkpoint_every", "train.timeout",
-                  "train.startup_timeout"}
+                  "train.startup_timeout", "train.divergence_factor", "train.divergence_patience"}
 
 
 def run_settings(evaluation: dict) -> dict:

@@ -65,33 +65,55 @@ def _one_rank_per_part(world: int, num_parts: int, partition_dir) -> None:
                           "per part")
 
 
+def _rank_and_world() -> tuple[int, int]:
+    if dist.is_initialized():  # a caller joined the group for us
+        return dist.get_rank(), dist.get_world_size()
+    return (int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])) if "RANK" in os.environ else (0, 1)
+
+
+@contextlib.contextmanager
+def peers_watched(timeout_s: float, stage: str = "train", startup_timeout_s: float = 60):
+    """For a rank's whole stage: count this rank in and beat from now on (``PeerWatchdog``). A stage enters this
+    before its own checks and reads of its inputs (which may take long on a large graph, and longer on one node
+    than another), so that the start-up bound measures how far apart the processes started, not how long their
+    reads took. Yields the watchdog, for ``one_rank_per_part``."""
+    rank, world = _rank_and_world()
+    watchdog = PeerWatchdog(rank, world, timeout_s, stage, startup_timeout_s)
+    try:
+        yield watchdog.start()
+    finally:
+        watchdog.stop()
+
+
 @contextlib.contextmanager
 def one_rank_per_part(device: str, timeout_s: float, num_parts: int, partition_dir, stage: str = "train",
-                      startup_timeout_s: float = 60):
-    """The ranks of a run with one rank per part of ``partition_dir``: check there is a rank for every part, start
-    watching the peers (``PeerWatchdog``), wait for every rank to start (at most ``startup_timeout_s``, then fail
-    naming the ranks missing), and join the process group (``device``). From then on a silent peer fails the run
-    after ``timeout_s``; the backend's own timeout, a little later, is the backstop for a collective that hangs
-    while every peer still beats. Yields the ``Context``; on leaving, after a finished body every rank first
-    waits for the others (beating while it waits), then leaves the group. A failure is recorded for the launcher
-    before the group is left, that is before the peers see this rank's connections close."""
+                      startup_timeout_s: float = 60, watchdog: PeerWatchdog | None = None):
+    """The ranks of a run with one rank per part of ``partition_dir``: check there is a rank for every part, watch
+    the peers (``watchdog`` from
+    ``peers_watched``, or one started here), wait for every rank to start (at most ``startup_timeout_s``, then
+    fail naming the ranks missing), and join the process group (``device``). From then on a silent peer fails the
+    run after ``timeout_s``; the backend's own timeout, a little later, is the backstop for a collective that hangs
+    while every peer still beats. Yields the ``Context``; on leaving, after a finished body (or an error every
+    rank raised at once, ``on_every_rank``: training that diverged) every rank first waits for the others (beating
+    while it waits), so that rank 0 writes what it must before torchrun stops the run, then leaves the group. A
+    failure is recorded for the launcher before the group is left, that is before the peers see this rank's
+    connections close."""
     return_freed_memory()  # a rank holds a part of the graph: what it frees goes back (sylvie/freed_memory.py)
-    if dist.is_initialized():  # a caller joined the group for us
-        rank, world = dist.get_rank(), dist.get_world_size()
-    else:
-        rank, world = (int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])) if "RANK" in os.environ else (0, 1)
-    _one_rank_per_part(world, num_parts, partition_dir)  # before waiting for anyone
-    watchdog = PeerWatchdog(rank, world, timeout_s, stage, startup_timeout_s)
-    finished = False
-    try:
-        watchdog.start()
-        watchdog.wait_for_peers()
-        ctx = init_distributed(device, collective_timeout(timeout_s))
-        yield ctx
-        finished = True
-    except Exception as e:
-        record_exception(e)
-        raise
-    finally:
-        shutdown(finished)
-        watchdog.stop()
+    _one_rank_per_part(_rank_and_world()[1], num_parts, partition_dir)  # before waiting for anyone
+    with contextlib.ExitStack() as stack:
+        if watchdog is None:
+            watchdog = stack.enter_context(peers_watched(timeout_s, stage, startup_timeout_s))
+        finished = False
+        try:
+            watchdog.wait_for_peers()
+            ctx = init_distributed(device, collective_timeout(timeout_s))
+            if watchdog.deferred:  # the store is rank 0's, made as it joined: count in and watch from now on
+                watchdog.start().wait_for_peers()
+            yield ctx
+            finished = True
+        except Exception as e:
+            record_exception(e)
+            finished = getattr(e, "on_every_rank", False)
+            raise
+        finally:
+            shutdown(finished)

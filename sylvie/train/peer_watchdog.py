@@ -60,12 +60,22 @@ class PeerWatchdog:
         self._missing: str | None = None  # why the start-up wait failed
         self._threads: list[threading.Thread] = []
         self._store = None
+        self.deferred = False  # no store to count in at yet (see start)
 
     def start(self) -> PeerWatchdog:
-        """Count this rank in and beat from now on (before joining the process group)."""
+        """Count this rank in and beat from now on (before joining the process group, where the store exists by
+        then: torchrun's agent hosts it). Where rank 0 makes the store as it joins (torch < 2.5, or torchrun told
+        not to share its store), this is ``deferred``: the rank joins first, bounded by the backend's timeout
+        alone, and starts watching after (call ``start`` again then). Starting twice does nothing."""
+        if self._threads:
+            return self
         if self.world < 2 or "MASTER_ADDR" not in os.environ:
             self._settled.set()
             return self
+        if not dist.is_initialized() and os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
+            self.deferred = True
+            return self
+        self.deferred = False
         addr, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
         self._where = f"{addr}:{port}"
         try:
@@ -90,6 +100,8 @@ class PeerWatchdog:
     def wait_for_peers(self) -> None:
         """Return once every rank has started its watchdog; raise, naming the ranks missing, after
         ``startup_timeout`` seconds."""
+        if self.deferred:
+            return
         # the judge settles it within startup_timeout and half an interval; the margin is a backstop
         if not self._settled.wait(self.startup_timeout + 10):
             raise SylvieError(f"the peer watchdog did not settle within {self.startup_timeout:.0f} s of start-up")

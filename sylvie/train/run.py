@@ -18,7 +18,7 @@ from sylvie.output_dir import RUN, check_replaceable
 from sylvie.partition.shard_reader import read_manifest, read_shard, read_topology
 from sylvie.run_failure import RunFailure, clear_run_failure, write_run_failure
 from sylvie.train.checkpoint import load_checkpoint, run_identity, save_checkpoint
-from sylvie.train.distributed import one_rank_per_part
+from sylvie.train.distributed import one_rank_per_part, peers_watched
 from sylvie.train.peer_watchdog import collective_timeout
 from sylvie.train.protocol import Trainer
 from sylvie.train.run_lock import RunLock
@@ -44,13 +44,21 @@ def run_training(partition_dir: str | Path, out_dir: str | Path, model, train, c
     the same epoch; rank 0 then writes ``failed.json`` and ``metrics.jsonl`` of the epochs run, no ``model.pt``.
     """
     out_dir = Path(out_dir)
-    sampled = train.mode == "sampled"
     sampling, cache, features = section("sampling", sampling), section("cache", cache), section("features", features)
     check_sampling(model, train, sampling, where="sylvie train")
     check_divergence_settings(train)
     inputs = (partition_dir,) + ((vip_dir,) if vip_dir else ())
     check_replaceable(out_dir, RUN, inputs=inputs)  # a run directory, or one to become it
     manifest = read_manifest(partition_dir)
+    # counted in and beating while this rank reads and checks its inputs, which takes long on a large graph
+    with peers_watched(train.timeout, "train", train.startup_timeout) as watch:
+        return _train_checked(partition_dir, out_dir, manifest, model, train, comm, seed, sampling, cache, vip_dir,
+                              features, watch)
+
+
+def _train_checked(partition_dir, out_dir: Path, manifest: dict, model, train, comm, seed: int, sampling, cache,
+                   vip_dir, features, watch) -> dict | None:
+    sampled = train.mode == "sampled"
     topology = read_topology(partition_dir, manifest) if sampled else None  # before anything starts: a clear error
     if sampled:  # the store's settings against the device the ranks will train on
         check_store_options(features.gpu_fraction, features.zero_copy,
@@ -66,11 +74,11 @@ def run_training(partition_dir: str | Path, out_dir: str | Path, model, train, c
         if int(os.environ.get("RANK", 0)) == 0:  # before joining the others: a second run fails at once
             stack.enter_context(RunLock(out_dir))
         return _train_locked(partition_dir, out_dir, manifest, model, train, comm, seed,
-                             (sampling, cache, topology, vip, features) if sampled else None)
+                             (sampling, cache, topology, vip, features) if sampled else None, watch)
 
 
 def _train_locked(partition_dir, out_dir: Path, manifest: dict, model, train, comm, seed: int,
-                  sampled) -> dict | None:
+                  sampled, watch) -> dict | None:
     # as the files record them (model.pt, eval.json, the checkpoint's identity): plain dicts, the run's seed in train
     model_cfg, comm_cfg = as_dict(model), as_dict(comm)
     # a sampled run is shaped by its sampling and cache; the halo exchange settings of full-graph training do not apply
@@ -80,7 +88,7 @@ def _train_locked(partition_dir, out_dir: Path, manifest: dict, model, train, co
         comm_cfg = {}
     train_cfg = {**{k: v for k, v in as_dict(train).items() if k != "seeds"}, "seed": seed}
     with one_rank_per_part(train.device, train.timeout, manifest["num_parts"], partition_dir,
-                           startup_timeout_s=train.startup_timeout) as ctx:
+                           startup_timeout_s=train.startup_timeout, watchdog=watch) as ctx:
         shard = read_shard(partition_dir, ctx.rank, manifest)
         if sampled:
             sampling, cache, topology, vip, features = sampled
@@ -159,5 +167,8 @@ def _run_epochs(trainer: Trainer, rank: int, out_dir: Path, train, identity: dic
 def _record_failure(e: TrainingDiverged, rank: int, out_dir: Path, records: list[dict]) -> None:
     """Rank 0: ``failed.json`` (why and at which epoch training stopped) and ``metrics.jsonl`` of the epochs run."""
     if rank == 0:
+        # an earlier, finished run's model would be taken for this run's: it goes (train's own output, in a run
+        # directory check_replaceable accepted)
+        (out_dir / "model.pt").unlink(missing_ok=True)
         write_jsonl(out_dir / "metrics.jsonl", records)
         write_run_failure(out_dir, RunFailure(reason=e.reason, epoch=e.epoch + 1, message=str(e)))

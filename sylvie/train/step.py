@@ -19,6 +19,7 @@ class TrainingDiverged(SylvieError):
     it stopped, ``reason`` the run failure's (``sylvie.run_failure``)."""
 
     reason = "non-finite"
+    on_every_rank = True  # every rank raises it at the same epoch (all-reduced numbers): they leave together
 
     def __init__(self, epoch: int, loss: float, lr: float, grads_finite: bool):
         self.epoch = epoch
