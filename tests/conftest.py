@@ -67,6 +67,12 @@ def cora_partitions(cora_dir, tmp_path_factory):
     return dirs
 
 
+def truncate(path: Path, keep: float = 0.5) -> None:
+    """Cut a file to ``keep`` of its bytes, as a write cut off part-way leaves it."""
+    data = Path(path).read_bytes()
+    Path(path).write_bytes(data[:int(len(data) * keep)])
+
+
 def copy_repo(dst: Path) -> Path:
     """Copy the repository's files as a fresh clone has them (no data, results or venv) to ``dst``."""
     files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=REPO,

@@ -15,6 +15,7 @@ from conftest import REPO, torchrun
 
 from sylvie.config import schema, section
 from sylvie.evaluate import evaluate
+from sylvie.evaluate.partitioned import evaluate_partitioned
 from sylvie.train.run import run_training
 from sylvie.vip import write_vip
 
@@ -71,8 +72,6 @@ def matrix(cora_dir, cora_partitions, tmp_path_factory):
     two = {n: c for n, c in CELLS.items() if not n.endswith("full-p1")}
     torchrun(2, REPO / "tests" / "workers" / "matrix_worker.py", cora_partitions[2], vip, root, json.dumps(two))
     for name in set(CELLS) - set(two):
-        from sylvie.evaluate.partitioned import evaluate_partitioned
-
         c = CELLS[name]
         run_training(cora_partitions[1], root / name, section("model", c["model"]),
                      section("train", c["train"]), section("comm"), 0)

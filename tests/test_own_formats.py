@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import truncate
 
 from sylvie.cli import main
 
@@ -30,11 +31,6 @@ def made(cora_dir, cora_partitions, tmp_path_factory):
 def _copy(src: Path, dst: Path) -> Path:
     shutil.copytree(src, dst)
     return dst
-
-
-def _truncate(path: Path, keep: float = 0.5) -> None:
-    data = path.read_bytes()
-    path.write_bytes(data[:int(len(data) * keep)])
 
 
 def _edit_json(path: Path, edit) -> None:
@@ -63,18 +59,18 @@ def _damaged(case: str, made: dict, tmp: Path) -> tuple[list[str], Path]:
         return ["evaluate", "--partition", str(ds), "--model", str(run / "model.pt"), "--out", str(out)], ds
     if case.startswith("shard-"):
         p = _copy(part, tmp / "p")
-        {"shard-truncated": _truncate, "shard-empty": lambda f: f.write_bytes(b""),
+        {"shard-truncated": truncate, "shard-empty": lambda f: f.write_bytes(b""),
          "shard-is-the-topology": lambda f: shutil.copy(p / "topology.arrow", f)}[case](p / "part-0.arrow")
         return train + ["--partition", str(p)], p / "part-0.arrow"
     if case == "topology-truncated":
         p = _copy(part, tmp / "p")
-        _truncate(p / "topology.arrow")
+        truncate(p / "topology.arrow")
         return ["vip", str(p), "--out", str(out), "--no-progress"], p / "topology.arrow"
     if case.startswith("manifest-"):
         p = _copy(part, tmp / "p")
         m = p / "manifest.json"
         if case == "manifest-truncated":
-            _truncate(m)
+            truncate(m)
         elif case == "manifest-num-parts-edited":
             _edit_json(m, lambda d: d.update(num_parts=2))
         elif case == "manifest-not-an-object":
@@ -87,7 +83,7 @@ def _damaged(case: str, made: dict, tmp: Path) -> tuple[list[str], Path]:
     if case.startswith("nodes-") or case.startswith("meta-"):
         d = _copy(ds, tmp / "d")
         if case == "nodes-truncated":
-            _truncate(d / "nodes.arrow")
+            truncate(d / "nodes.arrow")
         elif case == "nodes-is-the-edges-file":
             shutil.copy(d / "edges.arrow", d / "nodes.arrow")
         elif case == "nodes-one-byte-flipped":
@@ -95,7 +91,7 @@ def _damaged(case: str, made: dict, tmp: Path) -> tuple[list[str], Path]:
             data[len(data) // 2] ^= 0xFF  # inside the features
             (d / "nodes.arrow").write_bytes(bytes(data))
         elif case == "meta-truncated":
-            _truncate(d / "meta.json")
+            truncate(d / "meta.json")
         elif case == "meta-num-classes-edited":
             _edit_json(d / "meta.json", lambda m: m.update(num_classes="seven"))
         elif case == "meta-num-classes-removed":
@@ -109,17 +105,17 @@ def _damaged(case: str, made: dict, tmp: Path) -> tuple[list[str], Path]:
     if case.startswith("vip-"):
         v = _copy(vip, tmp / "v")
         if case == "vip-array-truncated":
-            _truncate(v / "vip-0.npy")
+            truncate(v / "vip-0.npy")
             named = v / "vip-0.npy"
         else:
-            _truncate(v / "manifest.json")
+            truncate(v / "manifest.json")
             named = v / "manifest.json"
         return sampled + ["--partition", str(part), "--vip", str(v)], named
     if case.startswith("model-"):
         r = _copy(run, tmp / "r")
         model = r / "model.pt"
         if case == "model-truncated":
-            _truncate(model)
+            truncate(model)
         elif case == "model-is-metrics-renamed":
             shutil.copy(r / "metrics.jsonl", model)
         elif case == "model-is-eval-json":

@@ -7,6 +7,7 @@ import os
 import shutil
 
 import pytest
+from conftest import truncate
 from test_report import report, write_run
 
 pytestmark = pytest.mark.unit
@@ -17,11 +18,6 @@ PARTITION_MANIFEST = {
     "num_parts": 4, "num_nodes": 2708, "num_edges": 10556, "num_features": 1433, "num_classes": 7, "num_train": 140,
     "edge_cut": 500, "parts": [{"part": 0, "file": "part-0.arrow", "sha256": "cd34", "inner_nodes": 677}],
     "topology": {"file": "topology.arrow", "sha256": "ef56", "part_offsets": [0, 677]}, "checksum": "0123"}
-
-
-def _truncate(path):
-    data = path.read_bytes()
-    path.write_bytes(data[: len(data) // 2])
 
 
 def _replace_by_dir(path):
@@ -55,7 +51,7 @@ DAMAGES = {
     "eval missing": ("eval.json", lambda p: p.unlink(), "not found"),
     "eval is a directory": ("eval.json", _replace_by_dir, "found a directory"),
     "eval invalid bytes": ("eval.json", _write(b"\xff\xfe{\x00"), "not UTF-8"),
-    "eval truncated": ("eval.json", _truncate, "not valid JSON"),
+    "eval truncated": ("eval.json", truncate, "not valid JSON"),
     "eval is a partition manifest": ("eval.json", _write(json.dumps(PARTITION_MANIFEST, indent=2)),
                                      "it looks like a partition manifest"),
     "eval is a failure record": ("eval.json", _write('{"reason": "diverged", "epoch": 3, "message": "m"}'),
@@ -67,7 +63,7 @@ DAMAGES = {
     "eval edited: NaN": ("eval.json", _nan_accuracy, "NaN is not a JSON number"),
     "metrics missing": ("metrics.jsonl", lambda p: p.unlink(), "not found"),
     "metrics empty": ("metrics.jsonl", _write(""), "holds no epochs"),
-    "metrics truncated": ("metrics.jsonl", _truncate, "is not valid JSON"),
+    "metrics truncated": ("metrics.jsonl", truncate, "is not valid JSON"),
     "metrics invalid bytes": ("metrics.jsonl", _write(b'{"loss": 1}\n\x80\x81\n'), "not UTF-8"),
     "metrics is a directory": ("metrics.jsonl", _replace_by_dir, "found a directory"),
     "metrics is an eval.json": ("metrics.jsonl", _eval_as_metrics, "it looks like an evaluation"),
