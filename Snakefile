@@ -6,7 +6,7 @@ from snakemake.utils import min_version
 
 from sylvie.config import cli_arguments, dataset_options, load_config, resolve_runs, validate
 from sylvie.data.registry import num_nodes_before_download
-from sylvie.launch import plan_geometry, slurm_resources
+from sylvie.launch.torchrun import plan_geometry, slurm_resources
 
 min_version("9.0")
 

@@ -24,15 +24,15 @@ import numpy as np
 from markdown_section import write_section
 
 from sylvie.features.cache_policy import cache_budget, select_cache
-from sylvie.features.vip import iterations_per_epoch, vertex_inclusion_probability
 from sylvie.partition.shard_reader import read_manifest, read_shard, read_topology
-from sylvie.train.neighbor_sampler import (
+from sylvie.sampling.neighbor_sampler import (
     TRAINING,
     NeighborSampler,
     graph_for_sampling,
     sample_in_this_thread_only,
     simulated_access_counts,
 )
+from sylvie.sampling.vip import iterations_per_epoch, vertex_inclusion_probability
 
 ALPHAS = (0.0, 0.01, 0.05, 0.1, 0.2, 0.5, 1.0)
 POLICIES = ("vip", "simulation", "degree", "halo", "random")

@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from sylvie.process_tree import alive, training_ranks
+from sylvie.launch.process_tree import alive, training_ranks
 
 BIN = Path(sys.executable).parent
 

@@ -46,7 +46,7 @@ from markdown_section import write_section
 from sylvie.comm.halo_exchange import HaloExchange
 from sylvie.comm.halo_plan import HaloPlan
 from sylvie.comm.stats import CommStats
-from sylvie.launch import plan_geometry, thread_env
+from sylvie.launch.torchrun import plan_geometry, thread_env
 from sylvie.models.blocks import local_block
 from sylvie.models.gnn import GNN
 from sylvie.partition.shard_reader import read_manifest, read_shard

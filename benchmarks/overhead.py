@@ -27,8 +27,8 @@ from markdown_section import write_section
 from sylvie.config import section
 from sylvie.data.graph import load_graph
 from sylvie.partition.shard_reader import read_shard
-from sylvie.train.distributed import Context
-from sylvie.train.trainer import FullGraphTrainer
+from sylvie.runtime.process_group import Context
+from sylvie.train.fullgraph_trainer import FullGraphTrainer
 
 
 def sylvie(*args: str) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 from sylvie.config import section
 from sylvie.data.graph import save_graph
 from sylvie.data.synthetic import generate_from
-from sylvie.partition.partition_graph import partition_dataset
+from sylvie.partition.stage import partition_dataset
 
 
 def peak_rss_gb() -> float:

@@ -22,8 +22,8 @@ def _download(args) -> None:
 
 def _partition(args) -> None:
     from sylvie.config import section_from_args
-    from sylvie.partition.partition_graph import partition_dataset
     from sylvie.partition.quality import format_summary
+    from sylvie.partition.stage import partition_dataset
 
     p = section_from_args(args, "partition")
     manifest = partition_dataset(args.dataset, args.out, p.parts, p.method, p.seed)
@@ -32,7 +32,7 @@ def _partition(args) -> None:
 
 def _vip(args) -> None:
     from sylvie.config import section_from_args
-    from sylvie.vip import write_vip
+    from sylvie.sampling.vip_stage import write_vip
 
     out = write_vip(args.partition, args.out, section_from_args(args, "sampling", skip=("prefetch", "remote_bits")),
                     progress=args.progress and sys.stderr.isatty())
@@ -49,7 +49,7 @@ def _as_rank() -> None:
     if "OMP_NUM_THREADS" in os.environ:
         os.environ.setdefault("NUMBA_NUM_THREADS", os.environ["OMP_NUM_THREADS"])
     if "LOCAL_RANK" in os.environ:  # a rank dies with its torchrun, however torchrun ends
-        from sylvie.process_tree import die_with_parent
+        from sylvie.launch.process_tree import die_with_parent
         die_with_parent()
 
 
@@ -128,7 +128,7 @@ def _after_dashes(argv: list[str]) -> list[str]:
 
 
 def _launch(args) -> None:
-    from sylvie.launch import launch, plan_geometry
+    from sylvie.launch.torchrun import launch, plan_geometry
 
     knobs = {k[len("launch."):]: v for k, v in vars(args).items() if k.startswith("launch.")}
     g = plan_geometry(args.ranks, nodes=args.nodes, **knobs)
@@ -165,7 +165,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse, whose error (usage, then exit 2) a rank under a launcher also notes for it."""
 
     def error(self, message):
-        from sylvie.failures import record_failure
+        from sylvie.formats.rank_failures import record_failure
 
         record_failure(f"{self.prog}: {message}")
         super().error(message)
@@ -284,7 +284,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _error(stage: str, message: str) -> None:
     """Print a user's error as one line; under torchrun name the rank and note it for the launcher."""
-    from sylvie.failures import record_failure
+    from sylvie.formats.rank_failures import record_failure
 
     rank = os.environ.get("RANK") if "LOCAL_RANK" in os.environ else None
     print(f"sylvie {stage}: error{'' if rank is None else f' on rank {rank}'}: {message}", file=sys.stderr, flush=True)
@@ -302,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"sylvie {args.stage}: interrupted", file=sys.stderr)
         return 130
     except Exception as e:  # a bug or a failed collective: the traceback follows, the launcher repeats the line
-        from sylvie.failures import record_exception
+        from sylvie.formats.rank_failures import record_exception
 
         record_exception(e)
         raise

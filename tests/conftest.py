@@ -57,7 +57,7 @@ def cora_dir(tmp_path_factory):
 @pytest.fixture(scope="session")
 def cora_partitions(cora_dir, tmp_path_factory):
     """Cora cut by METIS into 1, 2 and 4 parts (in-process)."""
-    from sylvie.partition.partition_graph import partition_dataset
+    from sylvie.partition.stage import partition_dataset
 
     base = tmp_path_factory.mktemp("partitions")
     dirs = {}

@@ -25,7 +25,7 @@ from sylvie.partition.shard_reader import read_manifest, read_shard
 
 
 @dataclass
-class RankGraph:
+class SimulatedRank:
     shard: Shard
     plan: HaloPlan
     block: object
@@ -34,7 +34,7 @@ class RankGraph:
     train_idx: torch.Tensor
 
 
-def rank_graphs(partition_dir, self_loop: bool) -> list[RankGraph]:
+def rank_graphs(partition_dir, self_loop: bool) -> list[SimulatedRank]:
     """Every rank's plan (send lists from the peers' halo tables), block and layer-0 rows (halo rows from owners)."""
     manifest = read_manifest(partition_dir)
     shards = [read_shard(partition_dir, r, manifest) for r in range(manifest["num_parts"])]
@@ -51,12 +51,12 @@ def rank_graphs(partition_dir, self_loop: bool) -> list[RankGraph]:
         halo_x = np.stack([shards[o].feat[i] for o, i in zip(s.halo_owner, s.halo_owner_index)]) if s.num_halo \
             else np.zeros((0, s.feat.shape[1]), np.float32)
         x = torch.tensor(np.concatenate([s.feat, halo_x]))
-        out.append(RankGraph(s, plan, block, x, torch.tensor(s.label), torch.tensor(s.train).nonzero().squeeze(1)))
+        out.append(SimulatedRank(s, plan, block, x, torch.tensor(s.label), torch.tensor(s.train).nonzero().squeeze(1)))
     return out
 
 
-def epoch_graph(g: RankGraph, sampler: BoundarySampler, epoch: int, force_sampled_path: bool = False):
-    """The epoch's block and layer-0 rows, as ``PartitionGraph.subgraph`` makes them, and its sample.
+def epoch_graph(g: SimulatedRank, sampler: BoundarySampler, epoch: int, force_sampled_path: bool = False):
+    """The epoch's block and layer-0 rows, as ``runtime.rank_graph.RankGraph.subgraph`` makes them, and its sample.
     ``force_sampled_path``: build the sub-plan and sub-block even when the sample keeps every row."""
     sample = sampler.sample(epoch)
     if force_sampled_path:
@@ -76,7 +76,7 @@ def _all_reduce(flat: torch.Tensor, world: int, a2a) -> torch.Tensor:
     return recv.view(world, -1).sum(0)
 
 
-def train(graphs: list[RankGraph], model_cfg, share: float, epochs: int, bits: int = 32, pipeline: bool = False,
+def train(graphs: list[SimulatedRank], model_cfg, share: float, epochs: int, bits: int = 32, pipeline: bool = False,
           seed: int = 0, lr: float = 0.01, observe=None, force_sampled_path: bool = False) -> dict:
     """``epochs`` training steps on every rank; returns per epoch the weights it started from, the global loss and
     the summed weight gradients, per rank and epoch the halo bytes sent, and the modes (staleness per epoch).
@@ -130,7 +130,7 @@ def train(graphs: list[RankGraph], model_cfg, share: float, epochs: int, bits: i
     return {**results[0], "sent": [r["sent"] for r in results]}
 
 
-def dropped_edges(graphs: list[RankGraph], share: float, seed: int, epoch: int) -> set[tuple[int, int]]:
+def dropped_edges(graphs: list[SimulatedRank], share: float, seed: int, epoch: int) -> set[tuple[int, int]]:
     """The (global source, global destination) edges the epoch's samples drop on every rank: those from halo rows
     a rank does not keep."""
     dropped = set()

@@ -8,8 +8,8 @@ import pytest
 from conftest import BIN, run
 
 from sylvie.atomic import read_jsonl
-from sylvie.process_tree import alive
-from sylvie.process_tree import training_ranks as rank_pids
+from sylvie.launch.process_tree import alive
+from sylvie.launch.process_tree import training_ranks as rank_pids
 
 
 def _net_state() -> tuple[set, set]:

@@ -9,7 +9,7 @@ from conftest import BIN, run
 
 from sylvie.atomic import read_jsonl
 from sylvie.cli import main
-from sylvie.run_failure import read_run_failure
+from sylvie.formats.run_failure import read_run_failure
 
 
 def _train(partition, out, *flags) -> int:

@@ -14,8 +14,8 @@ import pytest
 from conftest import BIN, CORA_RAW, run, venv_env
 
 from sylvie.atomic import read_jsonl
-from sylvie.process_tree import alive
-from sylvie.process_tree import training_ranks as rank_pids
+from sylvie.launch.process_tree import alive
+from sylvie.launch.process_tree import training_ranks as rank_pids
 
 
 def launch(part_dir, out, *train_args, ranks=2, check=False, **kw):
@@ -62,7 +62,7 @@ def test_metrics_are_strict_json(tmp_path):
 
 
 def _record(folder, rank, t, message, kind):
-    """A rank's failure as a rank writes it for the launcher (sylvie.failures' file format)."""
+    """A rank's failure as a rank writes it for the launcher (sylvie.formats.rank_failures' file format)."""
     entry = {"time": t, "rank": str(rank), "host": "h", "pid": 100 + rank, "kind": kind, "message": message}
     (folder / f"rank{rank}-{100 + rank}.json").write_text(json.dumps(entry))
 
@@ -74,7 +74,7 @@ CLOSED = f"RuntimeError: {GLOO}"
 
 @pytest.mark.unit
 def test_a_rank_s_own_error_or_death_comes_before_the_connection_errors_it_causes(tmp_path):
-    from sylvie.failures import first_failure
+    from sylvie.formats.rank_failures import first_failure
 
     # rank 0's disk is full; rank 1 sees rank 0's connections close a little before rank 0 has written why
     own = tmp_path / "own"
@@ -82,7 +82,7 @@ def test_a_rank_s_own_error_or_death_comes_before_the_connection_errors_it_cause
     _record(own, 1, 100.0, CLOSED, "comm")
     _record(own, 0, 100.3, "model.pt: could not be written: the disk is full", "error")
     assert first_failure(own)["rank"] == "0"
-    from sylvie.failures import record_rank_exit
+    from sylvie.formats.rank_failures import record_rank_exit
 
     # rank 1 is killed (SIGKILL): rank 0's connection error is what follows; torchrun stops rank 0 (SIGTERM)
     died = tmp_path / "died"
@@ -100,7 +100,7 @@ def test_a_rank_s_own_error_or_death_comes_before_the_connection_errors_it_cause
 @pytest.mark.unit
 def test_a_failed_collective_is_recorded_as_a_communication_error(tmp_path):
     from sylvie.errors import SylvieError
-    from sylvie.failures import ENV, read_failures, record_exception
+    from sylvie.formats.rank_failures import ENV, read_failures, record_exception
 
     env = {ENV: str(tmp_path), "RANK": "3"}
     record_exception(RuntimeError(GLOO), env)

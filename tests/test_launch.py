@@ -2,7 +2,7 @@
 import pytest
 
 from sylvie.errors import SylvieError
-from sylvie.launch import launch_argv, plan_geometry, slurm_resources, srun_argv, thread_env, where_to_launch
+from sylvie.launch.torchrun import launch_argv, plan_geometry, slurm_resources, srun_argv, thread_env, where_to_launch
 
 pytestmark = pytest.mark.unit
 
@@ -45,8 +45,8 @@ def test_launcher_follows_the_environment():
     assert where_to_launch({"SLURM_JOB_ID": "7", "SLURM_STEP_ID": "0"}) == "slurm-step"
     cmd = ["sylvie", "train", "--partition", "p"]
     here = launch_argv(plan_geometry(4), cmd, env={})
-    # torchrun, run by sylvie.supervise (which records how each failed rank ended)
-    assert here[1:7] == ["-m", "sylvie.supervise", "--standalone", "--nproc-per-node", "4", "--no-python"]
+    # torchrun, run by sylvie.launch.supervise (which records how each failed rank ended)
+    assert here[1:7] == ["-m", "sylvie.launch.supervise", "--standalone", "--nproc-per-node", "4", "--no-python"]
     assert here[-4:] == cmd
     assert launch_argv(plan_geometry(1), cmd, env={"SLURM_JOB_ID": "7", "SLURM_STEP_ID": "0"})[3] == "--standalone"
     srun = launch_argv(plan_geometry(4, nodes=2, gpus_per_node=2), cmd, env={"SLURM_JOB_ID": "7"})
@@ -71,7 +71,7 @@ def test_threads_are_split_among_local_ranks_and_follow_slurm_cpus():
 
 
 def test_a_command_that_does_not_exist_is_a_clear_error():
-    from sylvie.launch import launch
+    from sylvie.launch.torchrun import launch
 
     with pytest.raises(SylvieError, match="command not found: no-such-program-here"):
         launch(plan_geometry(2), ["no-such-program-here", "--x"])

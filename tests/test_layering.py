@@ -13,34 +13,41 @@ PACKAGE = Path(__file__).resolve().parents[1] / "sylvie"
 # Area of a module (first match of its dotted name, longest prefix first).
 AREAS = {
     "sylvie.cli": "cli", "sylvie.__main__": "main",
-    "sylvie.bench": "bench", "sylvie.launch": "launch", "sylvie.supervise": "launch",
-    "sylvie.evaluate": "evaluate", "sylvie.vip": "vip", "sylvie.report": "report", "sylvie.train": "train",
+    "sylvie.bench": "bench", "sylvie.launch": "launch",
+    "sylvie.evaluate": "evaluate", "sylvie.report": "report", "sylvie.train": "train",
+    "sylvie.sampling.vip_stage": "vip",  # the vip stage: partition in, VIP per part out
+    "sylvie.sampling": "sampling", "sylvie.runtime": "runtime",
     "sylvie.features": "features", "sylvie.comm": "comm",
     "sylvie.features.gather_cpu": "kernels", "sylvie.features.gather_cuda": "kernels",  # the gather kernels
     # the Low-bit kernels and what they share; the package's public encode/decode (its __init__) is comm
     "sylvie.comm.lowbit.format": "kernels", "sylvie.comm.lowbit.scalar": "kernels", "sylvie.comm.lowbit.cpu": "kernels",
     "sylvie.comm.lowbit.cuda": "kernels", "sylvie.models": "models",
-    "sylvie.partition": "partition", "sylvie.data": "data",
-    "sylvie.errors": "base", "sylvie.atomic": "base", "sylvie.output_dir": "base", "sylvie.failures": "base",
-    "sylvie.process_tree": "base", "sylvie.config": "base", "sylvie": "base",
+    "sylvie.partition": "partition", "sylvie.data": "data", "sylvie.formats": "formats",
+    "sylvie.errors": "base", "sylvie.atomic": "base", "sylvie.output_dir": "base",
+    "sylvie.config": "base", "sylvie": "base",
 }
 # Which areas each area may import (besides itself).
 ALLOWED = {
     "main": {"cli"},
-    "cli": {"bench", "launch", "evaluate", "vip", "report", "train", "features", "comm", "kernels", "models",
-            "partition", "data", "base"},
-    "bench": {"launch", "base"},
-    "launch": {"base"},
-    "evaluate": {"train", "partition", "models", "data", "base"},  # partition-parallel inference runs like training
-    "vip": {"features", "partition", "base"},  # the vip stage: partition in, VIP per part out
-    "report": {"base"},
-    "train": {"features", "comm", "kernels", "models", "partition", "data", "base"},
-    "features": {"comm", "kernels", "base"},
-    "comm": {"kernels", "base"},
+    "cli": {"bench", "launch", "evaluate", "vip", "report", "train", "sampling", "runtime", "features", "comm",
+            "kernels", "models", "partition", "data", "formats", "base"},
+    "bench": {"launch", "formats", "base"},
+    "launch": {"formats", "base"},
+    # evaluation runs a trained model: on the whole graph, or partition-parallel on the ranks' runtime; never train
+    "evaluate": {"runtime", "partition", "models", "data", "formats", "base"},
+    "vip": {"sampling", "partition", "formats", "base"},
+    "report": {"formats", "base"},
+    "train": {"runtime", "sampling", "features", "comm", "kernels", "models", "partition", "data", "formats", "base"},
+    # a rank's process group, watchdog and part of the graph (halo rows through comm, blocks for the models)
+    "runtime": {"comm", "kernels", "models", "partition", "formats", "base"},
+    "sampling": {"partition", "formats", "base"},
+    "features": {"sampling", "comm", "kernels", "formats", "base"},
+    "comm": {"kernels", "formats", "base"},
     "kernels": set(),
     "models": {"base"},
-    "partition": {"data", "base"},
-    "data": {"base"},
+    "partition": {"data", "formats", "base"},
+    "data": {"formats", "base"},
+    "formats": {"base"},
     "base": set(),
 }
 

@@ -16,8 +16,8 @@ from conftest import REPO, torchrun
 from sylvie.config import schema, section
 from sylvie.evaluate import evaluate
 from sylvie.evaluate.partitioned import evaluate_partitioned
+from sylvie.sampling.vip_stage import write_vip
 from sylvie.train.run import run_training
-from sylvie.vip import write_vip
 
 ARCHS = ("gcn", "sage", "gat")
 EPOCHS = 2

@@ -10,8 +10,8 @@ from sylvie.config import section
 from sylvie.data.graph import Graph, load_graph, save_graph
 from sylvie.data.synthetic import _guide, _last_at_most, generate_from
 from sylvie.partition.metis import symmetric_csr
-from sylvie.partition.partition_graph import partition_dataset
 from sylvie.partition.shard_reader import read_manifest, read_shard, read_topology
+from sylvie.partition.stage import partition_dataset
 
 
 @pytest.mark.slow

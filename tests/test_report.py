@@ -58,7 +58,7 @@ def write_run(d, seed=0, arch="gcn", mode="full", acc=0.8, epochs=6, test_nodes=
     from sylvie.atomic import write_jsonl
     from sylvie.config import as_dict, section
     from sylvie.evaluate.result import write_eval
-    from sylvie.run_failure import write_run_failure
+    from sylvie.formats.run_failure import write_run_failure
 
     d = Path(d)
     d.mkdir(parents=True)
@@ -192,8 +192,8 @@ def test_numbers_that_are_not_finite_are_words(tmp_path, capsys):
 
 
 def test_failed_runs_are_shown_as_failed_in_the_table_and_the_plots(tmp_path, capsys):
+    from sylvie.formats.run_failure import RunFailure
     from sylvie.report.plots import figure
-    from sylvie.run_failure import RunFailure
 
     r = tmp_path / "results"
     dirs = [write_run(r / "gcn" / f"seed{s}", seed=s, acc=a) for s, a in enumerate([0.7, 0.8, 0.9])]

@@ -11,16 +11,16 @@ from sylvie.config import resolve_runs
 from sylvie.errors import SylvieError
 from sylvie.features.cache_policy import POLICIES, cache_budget, local_order, select_cache
 from sylvie.features.rank_features import RankFeatures
-from sylvie.features.vip import iterations_per_epoch, vertex_inclusion_probability
 from sylvie.models.blocks import whole_graph_block
 from sylvie.models.gnn import GNN
 from sylvie.partition.shard_reader import read_shard, read_topology
-from sylvie.train.neighbor_sampler import (
+from sylvie.sampling.neighbor_sampler import (
     NeighborSampler,
     graph_for_sampling,
     simulated_access_counts,
 )
-from sylvie.train.prefetch import SamplingPipeline
+from sylvie.sampling.pipeline import SamplingPipeline
+from sylvie.sampling.vip import iterations_per_epoch, vertex_inclusion_probability
 
 pytestmark = pytest.mark.unit
 PARTS = 4

@@ -7,8 +7,8 @@ import torch
 from scipy.stats import spearmanr
 
 from sylvie.data.graph import load_graph
-from sylvie.features.vip import edge_destinations, vertex_inclusion_probability
 from sylvie.partition.shard_reader import read_manifest, read_shard, read_topology
+from sylvie.sampling.vip import edge_destinations, vertex_inclusion_probability
 
 
 @pytest.mark.unit

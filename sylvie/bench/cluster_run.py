@@ -18,9 +18,9 @@ from pathlib import Path
 from sylvie.atomic import read_jsonl
 from sylvie.bench.netns_cluster import NODE_IFACE, NetnsCluster
 from sylvie.errors import SylvieError
-from sylvie.failures import ENV as FAILURE_ENV
-from sylvie.failures import describe, first_failure
-from sylvie.launch import multinode_argv
+from sylvie.formats.rank_failures import ENV as FAILURE_ENV
+from sylvie.formats.rank_failures import describe, first_failure
+from sylvie.launch.torchrun import multinode_argv
 
 RDZV_PORT = 29611
 

@@ -17,7 +17,7 @@ import threading
 import time
 
 from sylvie.errors import SylvieError
-from sylvie.process_tree import alive
+from sylvie.launch.process_tree import alive
 
 NODE_IFACE = "sylvie0"
 RATE_PATTERN = re.compile(r"^\d+(\.\d+)?(bit|kbit|mbit|gbit)$")

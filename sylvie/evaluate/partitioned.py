@@ -1,6 +1,6 @@
 """Partition-parallel evaluation: one rank per part, launched like training (``sylvie launch -- sylvie evaluate
 --partition ...``). Each rank holds only its shard; a full-neighbourhood forward pass over the rank's inner rows,
-with every layer's halo rows exchanged in fp32 (``PartitionGraph``, the same pass both trainers validate with),
+with every layer's halo rows exchanged in fp32 (``RankGraph``, the same pass both trainers validate with),
 predicts its nodes, for full-graph and sampled models alike. Rank 0 collects the labels and predictions of the
 labelled nodes and writes the same ``eval.json`` as whole-graph evaluation; with ``predictions`` it also collects
 every node's class and writes them in the dataset's node order.
@@ -16,8 +16,8 @@ from sylvie.evaluate.result import SPLITS, check_outputs, write_eval, write_pred
 from sylvie.evaluate.trained_model import load_trained, model_for_inference
 from sylvie.output_dir import check_location
 from sylvie.partition.shard_reader import read_manifest, read_shard
-from sylvie.train.distributed import one_rank_per_part
-from sylvie.train.partition_graph import PartitionGraph
+from sylvie.runtime.process_group import one_rank_per_part
+from sylvie.runtime.rank_graph import RankGraph
 
 
 def evaluate_partitioned(partition_dir: str | Path, model_path: str | Path, out_path: str | Path,
@@ -37,7 +37,7 @@ def evaluate_partitioned(partition_dir: str | Path, model_path: str | Path, out_
     with one_rank_per_part("auto", float(train_cfg.get("timeout", 120)), manifest["num_parts"], partition_dir,
                            stage="evaluate", startup_timeout_s=float(train_cfg.get("startup_timeout", 60))) as ctx:
         shard = read_shard(partition_dir, ctx.rank, manifest)
-        graph = PartitionGraph(ctx, shard, model_cfg.self_loop)  # copies the labels and splits
+        graph = RankGraph(ctx, shard, model_cfg.self_loop)  # copies the labels and splits
         ids = np.array(shard.global_id) if predictions else None
         del shard  # unmapped before the forward pass (set-up read all of it, for its checksum)
         pred = graph.predict(model.to(ctx.device)).cpu().numpy()

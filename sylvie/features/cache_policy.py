@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sylvie.features.vip import edge_destinations
+from sylvie.sampling.vip import edge_destinations
 
 POLICIES = ("vip", "simulation", "degree", "halo", "random", "none")
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from sylvie.errors import SylvieError
-from sylvie.run_failure import RunFailure, read_run_failure
+from sylvie.formats.run_failure import RunFailure, read_run_failure
 
 
 @dataclass

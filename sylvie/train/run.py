@@ -13,18 +13,18 @@ from sylvie.atomic import atomic_path, write_jsonl
 from sylvie.config import as_dict, check_boundary_sampling, check_sampling, section
 from sylvie.errors import SylvieError
 from sylvie.features.store import check_store_options
-from sylvie.features.vip import read_vip
+from sylvie.formats.run_failure import RunFailure, clear_run_failure, write_run_failure
 from sylvie.output_dir import RUN, check_replaceable
 from sylvie.partition.shard_reader import read_manifest, read_shard, read_topology
-from sylvie.run_failure import RunFailure, clear_run_failure, write_run_failure
+from sylvie.runtime.peer_watchdog import collective_timeout
+from sylvie.runtime.process_group import one_rank_per_part, peers_watched
+from sylvie.sampling.vip import read_vip
 from sylvie.train.checkpoint import load_checkpoint, run_identity, save_checkpoint
-from sylvie.train.distributed import one_rank_per_part, peers_watched
-from sylvie.train.peer_watchdog import collective_timeout
+from sylvie.train.fullgraph_trainer import FullGraphTrainer
 from sylvie.train.protocol import Trainer
 from sylvie.train.run_lock import RunLock
 from sylvie.train.sampled_trainer import SampledTrainer
 from sylvie.train.step import TrainingDiverged, check_divergence, check_divergence_settings
-from sylvie.train.trainer import FullGraphTrainer
 
 
 def _log(msg: str) -> None:

@@ -4,10 +4,10 @@ Every rank holds the whole topology (memory-mapped) and its own part's feature r
 samples a minibatch of its own training vertices with DGL's neighbour sampler and gathers the rows of its input
 vertices: its own, from its cache of remote rows (chosen at start-up by ``cache.policy`` within ``cache.alpha``),
 or from their owners (an all-to-all of ids, then of rows at ``sampling.remote_bits``). Sampling and fetching run
-``sampling.prefetch`` minibatches ahead in the sampling thread (``train/prefetch.py``). All ranks run the same
+``sampling.prefetch`` minibatches ahead in the sampling thread (``sampling/pipeline.py``). All ranks run the same
 number of iterations per epoch; the weight gradients are summed over the ranks, each rank's loss divided by the
 iteration's global number of seeds, so a step follows the gradient of the mean loss over all ranks' seeds.
-Validation and test use full neighbourhoods (``PartitionGraph``), in fp32.
+Validation and test use full neighbourhoods (``RankGraph``), in fp32.
 
 Where a row comes from changes nothing but the time: with fp32 remote rows, any cache gives the same losses.
 """
@@ -29,20 +29,20 @@ from sylvie.config import section
 from sylvie.errors import SylvieError
 from sylvie.features.cache_policy import cache_budget, local_order, select_cache
 from sylvie.features.rank_features import GatherCounts, RankFeatures
-from sylvie.features.vip import iterations_per_epoch
 from sylvie.models import build_model
 from sylvie.partition.shard_format import Shard, Topology
-from sylvie.train.distributed import Context, sum_over_ranks
-from sylvie.train.metrics import format_epoch
-from sylvie.train.neighbor_sampler import (
+from sylvie.runtime.process_group import Context, sum_over_ranks
+from sylvie.runtime.rank_graph import SPLITS, RankGraph
+from sylvie.sampling.neighbor_sampler import (
     NeighborSampler,
     batch_sizes,
     graph_for_sampling,
     sample_in_this_thread_only,
     simulated_access_counts,
 )
-from sylvie.train.partition_graph import SPLITS, PartitionGraph
-from sylvie.train.prefetch import SamplingPipeline
+from sylvie.sampling.pipeline import SamplingPipeline
+from sylvie.sampling.vip import iterations_per_epoch
+from sylvie.train.metrics import format_epoch
 from sylvie.train.step import TrainingDiverged, all_reduce_gradients
 
 SIMULATED_EPOCHS = 2  # the simulation policy's pre-sampled epochs (GNNLab)
@@ -60,7 +60,7 @@ class SampledTrainer:
         rank, world = ctx.rank, ctx.world
         offsets = np.asarray(topology.part_offsets, np.int64)
         self.first_id = int(offsets[rank])
-        self.graph = PartitionGraph(ctx, shard, model.self_loop)  # full-neighbourhood evaluation
+        self.graph = RankGraph(ctx, shard, model.self_loop)  # full-neighbourhood evaluation
         train_ids = self.first_id + np.flatnonzero(shard.train)
         counts = torch.zeros(world, dtype=torch.float64)
         counts[rank] = len(train_ids)

@@ -11,12 +11,12 @@ import torch.distributed as dist
 
 from sylvie.comm.stats import CommStats
 from sylvie.errors import SylvieError
-from sylvie.train.distributed import all_reduce_sum
+from sylvie.runtime.process_group import all_reduce_sum
 
 
 class TrainingDiverged(SylvieError):
     """A non-finite loss or weight gradient: training stops before the optimiser step. ``epoch`` (0-based) is where
-    it stopped, ``reason`` the run failure's (``sylvie.run_failure``)."""
+    it stopped, ``reason`` the run failure's (``sylvie.formats.run_failure``)."""
 
     reason = "non-finite"
     on_every_rank = True  # every rank raises it at the same epoch (all-reduced numbers): they leave together

@@ -6,8 +6,8 @@ import torch
 
 from sylvie.config import section
 from sylvie.partition.shard_reader import read_manifest, read_shard
-from sylvie.train.distributed import init_distributed, shutdown
-from sylvie.train.trainer import FullGraphTrainer
+from sylvie.runtime.process_group import init_distributed, shutdown
+from sylvie.train.fullgraph_trainer import FullGraphTrainer
 
 partition_dir, arch, out = sys.argv[1:4]
 ctx = init_distributed("cpu")

@@ -7,8 +7,8 @@ import torch
 from sylvie.comm.halo_wire import BACKWARD
 from sylvie.config import section
 from sylvie.partition.shard_reader import read_manifest, read_shard
-from sylvie.train.distributed import init_distributed, shutdown
-from sylvie.train.trainer import FullGraphTrainer
+from sylvie.runtime.process_group import init_distributed, shutdown
+from sylvie.train.fullgraph_trainer import FullGraphTrainer
 
 partition_dir, out, bound, epochs = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 ctx = init_distributed("cpu")

@@ -27,7 +27,7 @@ rule train:
         "../../environment.yml"
     shell:
         # Here: torchrun --standalone with the rule's threads split among the ranks. In a Slurm job: srun of one
-        # torchrun per node, c10d rendezvous on the first (sylvie/launch.py). $PPID is the Snakemake that runs this
+        # torchrun per node, c10d rendezvous on the first (sylvie/launch/torchrun.py). $PPID is the Snakemake that runs this
         # shell: if it is killed, the training stops instead of running on as an orphan.
         "sylvie launch --watch-pid $PPID --ranks {params.parts} --nodes {resources.nodes} --gpus-per-node {resources.gpus_per_node} "
         "--cpus-per-rank {resources.cpus_per_rank} --threads {threads} -- "

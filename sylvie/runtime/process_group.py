@@ -11,9 +11,9 @@ import torch.distributed as dist
 
 from sylvie.comm.collective import all_reduce_sum  # noqa: F401 - re-exported for the trainers
 from sylvie.errors import SylvieError
-from sylvie.failures import record_exception
-from sylvie.freed_memory import return_freed_memory
-from sylvie.train.peer_watchdog import PeerWatchdog, collective_timeout
+from sylvie.formats.rank_failures import record_exception
+from sylvie.runtime.freed_memory import return_freed_memory
+from sylvie.runtime.peer_watchdog import PeerWatchdog, collective_timeout
 
 
 @dataclass
@@ -98,7 +98,7 @@ def one_rank_per_part(device: str, timeout_s: float, num_parts: int, partition_d
     while it waits), so that rank 0 writes what it must before torchrun stops the run, then leaves the group. A
     failure is recorded for the launcher before the group is left, that is before the peers see this rank's
     connections close."""
-    return_freed_memory()  # a rank holds a part of the graph: what it frees goes back (sylvie/freed_memory.py)
+    return_freed_memory()  # a rank holds a part of the graph: what it frees goes back (sylvie/runtime/freed_memory.py)
     _one_rank_per_part(_rank_and_world()[1], num_parts, partition_dir)  # before waiting for anyone
     with contextlib.ExitStack() as stack:
         if watchdog is None:

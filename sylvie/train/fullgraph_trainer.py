@@ -26,9 +26,9 @@ from sylvie.comm.stats import CommStats
 from sylvie.config import check_boundary_sampling
 from sylvie.models import build_model
 from sylvie.partition.shard_format import Shard
-from sylvie.train.distributed import Context, all_reduce_sum
+from sylvie.runtime.process_group import Context, all_reduce_sum
+from sylvie.runtime.rank_graph import SPLITS, RankGraph
 from sylvie.train.metrics import format_epoch
-from sylvie.train.partition_graph import SPLITS, PartitionGraph
 from sylvie.train.step import TrainingDiverged, all_reduce_gradients
 
 
@@ -42,7 +42,7 @@ class FullGraphTrainer:
         self.ctx, self.train_cfg, self.comm, self.seed = ctx, train, comm, seed
         dev = ctx.device
         self.reduce_stats = CommStats()
-        self.graph = PartitionGraph(ctx, shard, model.self_loop)
+        self.graph = RankGraph(ctx, shard, model.self_loop)
         self.halo = HaloExchange(self.graph.plan, CommStats(), comm.bits, seed, ctx.rank, pipelined=comm.pipeline,
                                  smoothing=comm.smoothing)
         self.adaptor = self._adaptor(start=0)

@@ -19,12 +19,12 @@ from sylvie.comm.lowbit.format import FULL_PRECISION
 from sylvie.comm.stats import CommStats
 from sylvie.models.blocks import halo_subblock, local_block
 from sylvie.partition.shard_format import Shard
-from sylvie.train.distributed import Context, all_reduce_sum, sum_over_ranks
+from sylvie.runtime.process_group import Context, all_reduce_sum, sum_over_ranks
 
 SPLITS = ("train", "val", "test")
 
 
-class PartitionGraph:
+class RankGraph:
     def __init__(self, ctx: Context, shard: Shard, self_loop: bool):
         self.ctx = ctx
         dev = ctx.device

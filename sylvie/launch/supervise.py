@@ -2,10 +2,10 @@
 
 The child gets SIGTERM from the kernel if this process dies (so torchrun stops its ranks, which die with
 it); SIGINT, SIGTERM and SIGHUP sent to this process are passed on to it. When it fails, the failure that came
-first (``sylvie.failures``: what the ranks recorded, and how torchrun saw each failed rank end) is printed after
+first (``formats.rank_failures``: what the ranks recorded, and how torchrun saw each failed rank end) is printed after
 all of torchrun's output.
 
-``python -m sylvie.supervise TORCHRUN-ARGS`` is torchrun itself, run in this module so that the exit code or
+``python -m sylvie.launch.supervise TORCHRUN-ARGS`` is torchrun itself, run in this module so that the exit code or
 signal of every failed rank (which only torchrun, their parent, learns) is recorded for that summary, and so that
 a stopped rank (SIGSTOP) ends when torchrun stops the run rather than 30 s later.
 """
@@ -20,8 +20,8 @@ import tempfile
 import threading
 import time
 
-from sylvie.failures import ENV, describe, first_failure, record_rank_exit
-from sylvie.process_tree import die_with_parent, start_time
+from sylvie.formats.rank_failures import ENV, describe, first_failure, record_rank_exit
+from sylvie.launch.process_tree import die_with_parent, start_time
 
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 

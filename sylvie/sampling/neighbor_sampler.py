@@ -10,7 +10,7 @@ MFGs.
 
 The RNG is seeded per minibatch from (seed, epoch, rank, iteration), so a resumed run and a run with another cache
 draw the same neighbourhoods, as long as the same thread of the process does all the sampling with one OpenMP
-thread (``sample_in_this_thread_only``; the trainer's sampling thread, ``train/prefetch.py``).
+thread (``sample_in_this_thread_only``; the trainer's sampling thread, ``sampling/pipeline.py``).
 """
 from __future__ import annotations
 

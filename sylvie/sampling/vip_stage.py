@@ -11,9 +11,9 @@ import numpy as np
 from tqdm import tqdm
 
 from sylvie.atomic import atomic_path, file_sha256
-from sylvie.features.vip import iterations_per_epoch, vertex_inclusion_probability
 from sylvie.output_dir import VIP, check_replaceable
 from sylvie.partition.shard_reader import read_manifest, read_shard, read_topology
+from sylvie.sampling.vip import iterations_per_epoch, vertex_inclusion_probability
 
 
 def write_vip(partition_dir: str | Path, out_dir: str | Path, sampling, progress: bool = True) -> dict:

@@ -26,7 +26,7 @@ from datetime import timedelta
 import torch.distributed as dist
 
 from sylvie.errors import SylvieError
-from sylvie.failures import record_failure
+from sylvie.formats.rank_failures import record_failure
 
 _WATCHES = itertools.count()
 

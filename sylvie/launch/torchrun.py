@@ -22,7 +22,7 @@ import sys
 from dataclasses import dataclass
 
 from sylvie.errors import SylvieError
-from sylvie.supervise import run_supervised
+from sylvie.launch.supervise import run_supervised
 
 RDZV_PORT_BASE = 20000  # c10d port = base + job id mod 10000: concurrent jobs on a shared node differ
 
@@ -83,8 +83,9 @@ def slurm_resources(g: Geometry) -> dict:
 
 
 def _torchrun() -> list[str]:
-    """torchrun, run by ``sylvie.supervise`` so that how each failed rank ended is recorded (``sylvie.failures``)."""
-    return [sys.executable, "-m", "sylvie.supervise"]
+    """torchrun, run by ``sylvie.launch.supervise`` so that how each failed rank ended is recorded
+    (``sylvie.formats.rank_failures``)."""
+    return [sys.executable, "-m", "sylvie.launch.supervise"]
 
 
 def _sylvie() -> list[str]:
