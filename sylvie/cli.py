@@ -88,15 +88,16 @@ def _check_mode_flags(args) -> None:
 def _train(args) -> None:
     _as_rank()
     from sylvie.config import check_boundary_sampling, check_item, section_from_args
+    from sylvie.train.job import TrainingJob
     from sylvie.train.run import run_training
 
     check_item("train", "seeds", args.seed, "sylvie train options", "seed")
     _check_mode_flags(args)
     train, comm = section_from_args(args, "train", skip=("seeds",)), section_from_args(args, "comm")
     check_boundary_sampling(train, comm, "sylvie train options")
-    run_training(args.partition, args.out, section_from_args(args, "model"), train, comm, args.seed,
-                 section_from_args(args, "sampling"), section_from_args(args, "cache"), args.vip,
-                 section_from_args(args, "features"))
+    run_training(TrainingJob(args.partition, args.out, section_from_args(args, "model"), train, comm, args.seed,
+                             section_from_args(args, "sampling"), section_from_args(args, "cache"),
+                             section_from_args(args, "features"), args.vip))
     _rank_done()
 
 
@@ -138,15 +139,15 @@ def _launch(args) -> None:
 
 def _bench_cluster(args) -> None:
     from sylvie.bench.cluster_run import train_on_cluster
-    from sylvie.partition.shard_reader import read_manifest
+    from sylvie.formats.partition_manifest import read_manifest
 
     nodes = args.nodes or read_manifest(args.partition)["num_parts"]
     records = train_on_cluster(args.partition, args.out, nodes, args.rate, _after_dashes(args.train_args),
                                args.timeout)
     last = records[-1]
-    times = sorted(r["epoch_time"] for r in records[1:] or records)
+    times = sorted(r.epoch_time for r in records[1:] or records)
     print(f"{len(records)} epochs on {nodes} emulated nodes at {args.rate}: median epoch "
-          f"{times[len(times) // 2]:.3f} s, final test accuracy {last['test_acc']:.4f}; metrics in "
+          f"{times[len(times) // 2]:.3f} s, final test accuracy {last.test_acc:.4f}; metrics in "
           f"{Path(args.out) / 'metrics.jsonl'}")
 
 

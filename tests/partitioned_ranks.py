@@ -18,10 +18,11 @@ from sylvie.comm.boundary_sampling import BoundarySample, BoundarySampler
 from sylvie.comm.halo_exchange import HaloExchange
 from sylvie.comm.halo_plan import HaloPlan
 from sylvie.comm.staleness import BoundedStalenessAdaptor
+from sylvie.formats.partition_manifest import read_manifest
 from sylvie.models import build_model
 from sylvie.models.blocks import halo_subblock, local_block
 from sylvie.partition.shard_format import Shard
-from sylvie.partition.shard_reader import read_manifest, read_shard
+from sylvie.partition.shard_reader import read_shard
 
 
 @dataclass

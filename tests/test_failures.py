@@ -239,7 +239,7 @@ def test_a_lock_left_by_a_dead_run_is_taken_over(cora_partitions, tmp_path):
 
 
 def _edited_partition(src, dst, edit, rechecksum=False):
-    from sylvie.partition.shard_format import manifest_checksum
+    from sylvie.formats.partition_manifest import manifest_checksum
 
     shutil.copytree(src, dst)
     m = json.loads((dst / "manifest.json").read_text())

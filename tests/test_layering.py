@@ -1,6 +1,8 @@
-"""The package's imports follow the direction of ARCHITECTURE.md: cli -> train -> {features, comm, models,
-partition, data}, features -> comm; comm, features and models never import train; nothing imports cli; the
-Low-bit kernels are leaves. Every import counts, also one inside a function."""
+"""The package's imports follow the direction of ARCHITECTURE.md: cli -> train -> {runtime, sampling, features,
+comm, models, partition, data}, features -> comm; comm, features, sampling and models never import train;
+evaluation runs on the ranks' runtime, never on train; formats (the files stages hand each other) import only base
+modules; nothing imports cli; the Low-bit and gather kernels are leaves. Every import counts, also one inside a
+function."""
 import ast
 from pathlib import Path
 

@@ -17,6 +17,7 @@ from sylvie.config import schema, section
 from sylvie.evaluate import evaluate
 from sylvie.evaluate.partitioned import evaluate_partitioned
 from sylvie.sampling.vip_stage import write_vip
+from sylvie.train.job import TrainingJob
 from sylvie.train.run import run_training
 
 ARCHS = ("gcn", "sage", "gat")
@@ -73,8 +74,8 @@ def matrix(cora_dir, cora_partitions, tmp_path_factory):
     torchrun(2, REPO / "tests" / "workers" / "matrix_worker.py", cora_partitions[2], vip, root, json.dumps(two))
     for name in set(CELLS) - set(two):
         c = CELLS[name]
-        run_training(cora_partitions[1], root / name, section("model", c["model"]),
-                     section("train", c["train"]), section("comm"), 0)
+        run_training(TrainingJob(cora_partitions[1], root / name, section("model", c["model"]),
+                                 section("train", c["train"]), section("comm"), 0))
         evaluate_partitioned(cora_partitions[1], root / name / "model.pt", root / name / "parts.json",
                              root / name / "parts.npy")
     for name in CELLS:

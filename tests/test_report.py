@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from sylvie.cli import main
+from sylvie.formats.epoch_record import EpochRecord
 from sylvie.report.grouping import collect
 from sylvie.report.run_output import RunOutput
 from sylvie.report.time_to_accuracy import accuracy_over_time, accuracy_target, time_to_accuracy
@@ -20,7 +21,9 @@ pytestmark = pytest.mark.unit
 
 
 def _run(name, seed, times, accs):
-    return RunOutput(name, seed, [{"epoch_time": t, "val_acc": a} for t, a in zip(times, accs)], {})
+    return RunOutput(name, seed, [EpochRecord.from_json({"epoch": e, "loss": 1.0, "epoch_time": t, "val_acc": a,
+                                                         "compute_time": t, "comm_time": 0.0, "bytes_sent": 0})
+                                  for e, (t, a) in enumerate(zip(times, accs))], None)
 
 
 def test_time_to_accuracy_sums_epoch_times_and_averages_seeds():
@@ -58,6 +61,7 @@ def write_run(d, seed=0, arch="gcn", mode="full", acc=0.8, epochs=6, test_nodes=
     from sylvie.atomic import write_jsonl
     from sylvie.config import as_dict, section
     from sylvie.evaluate.result import write_eval
+    from sylvie.formats.model_file import ModelFile
     from sylvie.formats.run_failure import write_run_failure
 
     d = Path(d)
@@ -72,18 +76,18 @@ def write_run(d, seed=0, arch="gcn", mode="full", acc=0.8, epochs=6, test_nodes=
         return d
     write_jsonl(d / "metrics.jsonl", records)
     train = {k: v for k, v in as_dict(section("train", {"mode": mode, "epochs": epochs})).items() if k != "seeds"}
-    ckpt = {"model_cfg": as_dict(section("model", {"arch": arch, "self_loop": arch != "sage"})),
-            "train_cfg": {**train, "seed": seed}, "comm_cfg": {} if sampled else as_dict(section("comm", {})),
-            "summary": {"best_epoch": epochs - 1, "best_val_acc": acc, "test_acc_at_best_val": acc,
-                        "setup_bytes": 0, "num_parts": 4}}
-    if sampled:
-        ckpt.update(sampling_cfg=as_dict(section("sampling", {})), features_cfg=as_dict(section("features", {})),
-                    cache_cfg=as_dict(section("cache", {"policy": "vip", "alpha": 0.2})))
+    sampled_cfgs = {"sampling_cfg": as_dict(section("sampling", {})), "features_cfg": as_dict(section("features", {})),
+                    "cache_cfg": as_dict(section("cache", {"policy": "vip", "alpha": 0.2}))} if sampled else {}
+    saved = ModelFile(weights={}, model_cfg=as_dict(section("model", {"arch": arch, "self_loop": arch != "sage"})),
+                      train_cfg={**train, "seed": seed}, in_feats=1433, num_classes=7, dataset_fingerprint="",
+                      comm_cfg={} if sampled else as_dict(section("comm", {})),
+                      summary={"best_epoch": epochs - 1, "best_val_acc": acc, "test_acc_at_best_val": acc,
+                               "setup_bytes": 0, "num_parts": 4}, **sampled_cfgs)
     labels = np.zeros(100, dtype=np.int64)
     pred = (np.arange(100) >= round(acc * 100)).astype(np.int64)  # a share acc of them right
     empty = np.zeros(0, dtype=np.int64)
     splits = {"train": (labels, pred), "val": (labels, pred), "test": (labels, pred) if test_nodes else (empty, empty)}
-    write_eval(d / "eval.json", "cora", ckpt, splits, "whole-graph")
+    write_eval(d / "eval.json", "cora", saved, splits, "whole-graph")
     return d
 
 

@@ -106,7 +106,7 @@ def test_bad_input_is_refused_before_anything_is_written(cora_partitions, vip_di
 
     old = tmp_path / "old-partition"  # written before partitions carried the topology
     shutil.copytree(part, old)
-    from sylvie.partition.shard_format import manifest_checksum
+    from sylvie.formats.partition_manifest import manifest_checksum
     m = json.loads((old / "manifest.json").read_text())
     del m["topology"]
     m["checksum"] = manifest_checksum(m)

@@ -15,9 +15,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from sylvie.atomic import read_jsonl
 from sylvie.bench.netns_cluster import NODE_IFACE, NetnsCluster
 from sylvie.errors import SylvieError
+from sylvie.formats.epoch_record import EpochRecord, read_metrics
 from sylvie.formats.rank_failures import ENV as FAILURE_ENV
 from sylvie.formats.rank_failures import describe, first_failure
 from sylvie.launch.torchrun import multinode_argv
@@ -40,7 +40,7 @@ def _stop(procs: list[subprocess.Popen]) -> None:
 
 def train_on_cluster(partition_dir: str | Path, out_dir: str | Path, nodes: int, rate: str = "1gbit",
                      train_args: list[str] = (), timeout_s: float = 3600,
-                     log_dir: str | Path | None = None) -> list[dict]:
+                     log_dir: str | Path | None = None) -> list[EpochRecord]:
     """Train on ``partition_dir`` (``nodes`` parts) with ``nodes`` emulated machines joined by ``rate`` links;
     returns the metrics records (rank 0's ``metrics.jsonl`` under ``out_dir``)."""
     out_dir = Path(out_dir)
@@ -80,4 +80,4 @@ def train_on_cluster(partition_dir: str | Path, out_dir: str | Path, nodes: int,
             _stop(procs)
             for log in logs:
                 log.close()
-    return read_jsonl(out_dir / "metrics.jsonl")
+    return read_metrics(out_dir)

@@ -3,7 +3,7 @@
 On disk a canonical graph is a directory:
 
     nodes.arrow   Arrow IPC file, one row per node: feat (fixed_size_list<float32>[D]), label (int64,
-                  -1 = unlabelled), train / val / test (bool)
+                  -1 = unlabelled), one bool column per split (``SPLITS``: train, val, test)
     edges.arrow   Arrow IPC file, one row per directed edge src -> dst (int64 node ids)
     meta.json     name, counts, num_classes, source, fingerprint (sha256 of the arrays)
 
@@ -22,6 +22,7 @@ import pyarrow.ipc as ipc
 
 from sylvie.atomic import atomic_path, read_json
 from sylvie.errors import SylvieError
+from sylvie.formats.splits import SPLITS
 from sylvie.output_dir import CANONICAL_GRAPH, identify
 
 FORMAT_VERSION = 1
@@ -51,14 +52,18 @@ class Graph:
     def num_edges(self) -> int:
         return int(self.src.shape[0])
 
+    @property
+    def masks(self) -> dict[str, np.ndarray]:
+        """Split name -> its node mask, in the order of ``SPLITS``."""
+        return dict(zip(SPLITS, (self.train_mask, self.val_mask, self.test_mask), strict=True))
+
     def validate(self, where: str) -> None:
         """Raise SylvieError naming ``where`` and the field if anything is inconsistent."""
         n = self.num_nodes
         if self.features.ndim != 2 or self.features.dtype != np.float32:
             raise SylvieError(f"{where}: field 'feat' must be a float32 matrix, got {self.features.dtype} "
                               f"with shape {self.features.shape}")
-        for name, arr in (("label", self.labels), ("train", self.train_mask), ("val", self.val_mask),
-                          ("test", self.test_mask)):
+        for name, arr in {"label": self.labels, **self.masks}.items():
             if arr.shape != (n,):
                 raise SylvieError(f"{where}: field '{name}' has {arr.shape[0]} rows, expected {n} (one per node)")
         if self.src.shape != self.dst.shape:
@@ -130,8 +135,7 @@ def remove_self_loops(src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.
 def _nodes_table(graph: Graph) -> pa.Table:
     d = graph.features.shape[1]
     feat = pa.FixedSizeListArray.from_arrays(pa.array(graph.features.reshape(-1)), d)
-    return pa.table({"feat": feat, "label": graph.labels.astype(np.int64), "train": graph.train_mask,
-                     "val": graph.val_mask, "test": graph.test_mask})
+    return pa.table({"feat": feat, "label": graph.labels.astype(np.int64), **graph.masks})
 
 
 def _write_arrow(path: Path, table: pa.Table) -> None:
@@ -229,7 +233,7 @@ def load_graph(directory: str | Path) -> Graph:
     directory = Path(directory)
     meta = load_meta(directory)
     nodes = _read_arrow(directory / "nodes.arrow", {"feat": "fixed_size_list<float32>", "label": pa.int64(),
-                                                     "train": pa.bool_(), "val": pa.bool_(), "test": pa.bool_()})
+                                                     **{s: pa.bool_() for s in SPLITS}})
     edges = _read_arrow(directory / "edges.arrow", {"src": pa.int64(), "dst": pa.int64()})
     d = nodes.schema.field("feat").type.list_size
     graph = Graph(
@@ -237,7 +241,7 @@ def load_graph(directory: str | Path) -> Graph:
         src=_column(edges, "src"), dst=_column(edges, "dst"),
         features=_column(nodes, "feat").reshape(-1, d),
         labels=_column(nodes, "label"),
-        train_mask=_column(nodes, "train"), val_mask=_column(nodes, "val"), test_mask=_column(nodes, "test"),
+        **{f"{s}_mask": _column(nodes, s) for s in SPLITS},
         num_classes=int(meta["num_classes"]), info=meta,
     )
     graph.validate(str(directory / "nodes.arrow"))

@@ -12,10 +12,13 @@ from pathlib import Path
 import numpy as np
 import torch.distributed as dist
 
-from sylvie.evaluate.result import SPLITS, check_outputs, write_eval, write_predictions
-from sylvie.evaluate.trained_model import load_trained, model_for_inference
+from sylvie.evaluate.result import check_outputs, write_eval
+from sylvie.evaluate.trained_model import model_for_inference
+from sylvie.formats.eval_result import write_predictions
+from sylvie.formats.model_file import load_model
+from sylvie.formats.partition_manifest import read_manifest
 from sylvie.output_dir import check_location
-from sylvie.partition.shard_reader import read_manifest, read_shard
+from sylvie.partition.shard_reader import read_shard
 from sylvie.runtime.process_group import one_rank_per_part
 from sylvie.runtime.rank_graph import RankGraph
 
@@ -30,9 +33,9 @@ def evaluate_partitioned(partition_dir: str | Path, model_path: str | Path, out_
         check_location(predictions, inputs=(partition_dir, model_path), stage="sylvie evaluate",
                        flag="--predictions")
     manifest = read_manifest(partition_dir)
-    ckpt = load_trained(model_path)
-    model, model_cfg = model_for_inference(ckpt, model_path, manifest["dataset_fingerprint"], partition_dir)
-    train_cfg = ckpt["train_cfg"]
+    saved = load_model(model_path)
+    model, model_cfg = model_for_inference(saved, model_path, manifest["dataset_fingerprint"], partition_dir)
+    train_cfg = saved.train_cfg
     # on a GPU if this machine has one, else the CPU, whatever device training used; the run's timeout
     with one_rank_per_part("auto", float(train_cfg.get("timeout", 120)), manifest["num_parts"], partition_dir,
                            stage="evaluate", startup_timeout_s=float(train_cfg.get("startup_timeout", 60))) as ctx:
@@ -42,7 +45,7 @@ def evaluate_partitioned(partition_dir: str | Path, model_path: str | Path, out_
         del shard  # unmapped before the forward pass (set-up read all of it, for its checksum)
         pred = graph.predict(model.to(ctx.device)).cpu().numpy()
         label = graph.labels.cpu().numpy()
-        masks = {s: graph.masks[s].cpu().numpy() for s in SPLITS}
+        masks = {s: m.cpu().numpy() for s, m in graph.masks.items()}
         mine = {s: (label[m], pred[m]) for s, m in masks.items()}
         if predictions:
             mine["all"] = (ids, pred)
@@ -55,7 +58,7 @@ def evaluate_partitioned(partition_dir: str | Path, model_path: str | Path, out_
                 in_order = np.empty(manifest["num_nodes"], np.int64)
                 in_order[ids] = pred_all
                 write_predictions(predictions, in_order)
-            result = write_eval(out_path, manifest["dataset"], ckpt, rows,
+            result = write_eval(out_path, manifest["dataset"], saved, rows,
                                 f"partition-parallel, {ctx.world} ranks")
         return result
 

@@ -1,6 +1,6 @@
-"""What the evaluate stage writes. ``eval.json``: accuracies on the train, validation and test nodes (OGB's
-Evaluator for ogbn-* datasets) next to the run's settings; both evaluation paths write it through here, from the
-labels and predictions of the labelled nodes. With ``--predictions``, every node's predicted class, an ``.npy``."""
+"""The evaluate stage's result: the accuracies on each split's nodes (OGB's Evaluator for ogbn-* datasets) next to
+the run's settings, written as ``eval.json`` (``sylvie.formats.eval_result``); both evaluation paths write it through
+here, from the labels and predictions of the labelled nodes. And where the stage may write it and the predictions."""
 from __future__ import annotations
 
 import os
@@ -8,10 +8,10 @@ from pathlib import Path
 
 import numpy as np
 
-from sylvie.atomic import atomic_path, write_json
 from sylvie.errors import SylvieError
-
-SPLITS = ("train", "val", "test")
+from sylvie.formats.eval_result import EvalResult, write_eval_result
+from sylvie.formats.model_file import ModelFile
+from sylvie.formats.splits import SPLITS
 
 
 def _resolved(path) -> Path:
@@ -63,21 +63,12 @@ def accuracy(dataset: str, labels: np.ndarray, pred: np.ndarray) -> float:
     return float((labels == pred).mean())
 
 
-def write_eval(out_path: str | Path, dataset: str, ckpt: dict, split_rows: dict, mode: str) -> dict:
-    """``split_rows[s] = (labels, predictions)`` of split s's nodes; ``mode`` says how inference ran."""
-    result = {
-        "dataset": dataset,
-        "evaluator": "ogb" if dataset.startswith("ogbn-") else "accuracy",
-        "inference": mode,
-        **{f"{s}_acc": accuracy(dataset, *split_rows[s]) for s in SPLITS},
-        "model": ckpt["model_cfg"], "train": ckpt["train_cfg"], "comm": ckpt.get("comm_cfg", {}),
-        **{k: ckpt[f"{k}_cfg"] for k in ("sampling", "cache", "features") if f"{k}_cfg" in ckpt}, **ckpt["summary"],
-    }
-    write_json(out_path, result)
-    return result
-
-
-def write_predictions(path: str | Path, pred: np.ndarray) -> None:
-    """Every node's predicted class, in the dataset's node order, as an int64 ``.npy`` file (atomically)."""
-    with atomic_path(path) as tmp, open(tmp, "wb") as f:
-        np.save(f, pred.astype(np.int64, copy=False))
+def write_eval(out_path: str | Path, dataset: str, saved: ModelFile, split_rows: dict, mode: str) -> dict:
+    """``split_rows[s] = (labels, predictions)`` of split s's nodes; ``mode`` says how inference ran. Returns
+    eval.json's content."""
+    result = EvalResult(
+        dataset=dataset, evaluator="ogb" if dataset.startswith("ogbn-") else "accuracy", inference=mode,
+        accuracies={s: accuracy(dataset, *split_rows[s]) for s in SPLITS},
+        model=saved.model_cfg, train=saved.train_cfg, comm=saved.comm_cfg, sampling=saved.sampling_cfg,
+        cache=saved.cache_cfg, features=saved.features_cfg, summary=saved.summary)
+    return write_eval_result(out_path, result)

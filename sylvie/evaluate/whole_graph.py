@@ -8,8 +8,10 @@ import numpy as np
 import torch
 
 from sylvie.data.graph import load_graph
-from sylvie.evaluate.result import SPLITS, check_outputs, write_eval, write_predictions
-from sylvie.evaluate.trained_model import load_trained, model_for_inference
+from sylvie.evaluate.result import check_outputs, write_eval
+from sylvie.evaluate.trained_model import model_for_inference
+from sylvie.formats.eval_result import write_predictions
+from sylvie.formats.model_file import load_model
 from sylvie.models.blocks import whole_graph_block
 from sylvie.output_dir import check_location
 
@@ -23,13 +25,12 @@ def evaluate(dataset_dir: str | Path, model_path: str | Path, out_path: str | Pa
     if predictions:
         check_location(predictions, inputs=(dataset_dir, model_path), stage="sylvie evaluate", flag="--predictions")
     graph = load_graph(dataset_dir)
-    ckpt = load_trained(model_path)
-    model, model_cfg = model_for_inference(ckpt, model_path, graph.info["fingerprint"], dataset_dir)
+    saved = load_model(model_path)
+    model, model_cfg = model_for_inference(saved, model_path, graph.info["fingerprint"], dataset_dir)
     block = whole_graph_block(graph.src, graph.dst, graph.num_nodes, model_cfg.self_loop)
     with torch.no_grad():
         pred = model(block, torch.tensor(graph.features)).argmax(1).numpy()
-    masks = {"train": graph.train_mask, "val": graph.val_mask, "test": graph.test_mask}
-    rows = {s: (np.asarray(graph.labels)[masks[s]], pred[masks[s]]) for s in SPLITS}
+    rows = {s: (np.asarray(graph.labels)[mask], pred[mask]) for s, mask in graph.masks.items()}
     if predictions:
         write_predictions(predictions, pred)
-    return write_eval(out_path, graph.name, ckpt, rows, "whole graph, one process")
+    return write_eval(out_path, graph.name, saved, rows, "whole graph, one process")

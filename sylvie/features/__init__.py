@@ -1,2 +1,8 @@
-"""Features for sampled training: VIP analysis (which remote vertices a rank will need), cache policies, and the
-tiered feature store."""
+"""A rank's feature rows for sampled training, and where each minibatch row comes from (SALIENT++, PyTorch-Direct).
+
+- ``cache_policy``: which remote vertices a rank caches (vip, simulation, degree, halo, random, none) within
+  ``cache.alpha``, and the order of its own rows;
+- ``rank_features``: own rows, cached rows, or a fetch from their owners, per minibatch, with the epoch's account;
+- ``store``: the tiered store (device memory, pinned host memory read zero-copy, host memory);
+- ``host_memory``; ``gather_cpu`` and ``gather_cuda``: the gather kernels (numba CPU, numba-cuda zero-copy).
+"""

@@ -5,14 +5,19 @@ tiers follow), then the rows of the remote vertices it caches, in a ``FeatureSto
 ``slot[v]`` is v's row in the table, or -1.
 The cache is filled once at start-up, from the owners, with one exchange (ids, then rows, in fp32). ``gather`` is
 collective, like ``RemoteRows.fetch``: every rank calls it once per minibatch, in the same order.
+
+Per epoch the features keep their own account (``end_epoch``, a ``FetchEpoch``): rows by where they came from
+(own, cache, owners), the remote fetches' bytes, the bytes each of the store's tiers served, the time in ``gather``.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
+from sylvie.comm.collective import all_reduce_sum
 from sylvie.comm.lowbit.format import FULL_PRECISION
 from sylvie.comm.remote_rows import RemoteRows
 from sylvie.comm.stats import CommStats
@@ -31,6 +36,25 @@ class GatherCounts:
         self.local += other.local
         self.cached += other.cached
         self.remote += other.remote
+
+
+@dataclass(frozen=True)
+class FetchEpoch:
+    """One epoch of every rank's gathers: rows by source and bytes summed over the ranks; ``seconds`` this rank's
+    time in ``gather``."""
+    rows: GatherCounts
+    bytes_sent: int  # the remote fetches' (ids and rows), at their bits
+    fp32_bytes_sent: int
+    bytes_received: int
+    store_device_bytes: int
+    store_host_bytes: int
+    seconds: float
+
+    @property
+    def cache_hit_rate(self) -> float | None:
+        """Of the rows a rank did not own, the share its cache held (None: every row was its own)."""
+        wanted = self.rows.cached + self.rows.remote
+        return self.rows.cached / wanted if wanted else None
 
 
 class RankFeatures:
@@ -67,6 +91,22 @@ class RankFeatures:
         self.stats = CommStats()  # the minibatches' remote fetches
         self.remote = RemoteRows(rank, offsets, self.store.table, remote_bits, seed, all_to_all, self.stats,
                                  own_index)
+        self.begin_epoch()
+
+    def begin_epoch(self) -> None:
+        """Start the epoch's account (``end_epoch``)."""
+        self.stats.reset()
+        self.store.bytes_served.update({tier: 0 for tier in self.store.bytes_served})
+        self.rows, self.seconds = GatherCounts(), 0.0
+
+    def end_epoch(self, device: torch.device | str = "cpu") -> FetchEpoch:
+        """The epoch's account summed over the ranks: a collective of the calling thread's default process group
+        (every rank calls it, after its last ``gather`` of the epoch)."""
+        served, s = self.store.bytes_served, self.stats
+        t = torch.tensor([self.rows.local, self.rows.cached, self.rows.remote, s.bytes_sent, s.fp32_bytes_sent,
+                          s.bytes_received, served["device"], served["host"]], dtype=torch.float64)
+        v = [int(x) for x in all_reduce_sum(t.to(device)).tolist()]
+        return FetchEpoch(GatherCounts(v[0], v[1], v[2]), v[3], v[4], v[5], v[6], v[7], self.seconds)
 
     @property
     def table(self) -> torch.Tensor:
@@ -80,6 +120,7 @@ class RankFeatures:
     def gather(self, ids: torch.Tensor, key: tuple[int, ...] | None = None) -> tuple[torch.Tensor, GatherCounts]:
         """The rows of ``ids`` in that order, on the training device, and how many came from own rows, the cache
         and the owners; ``key`` names the random stream of Low-bit remote rows (``RemoteRows.fetch``)."""
+        t0 = time.perf_counter()
         ids = ids.to(torch.long)
         slots = self.slot[ids].to(torch.long)
         held = slots >= 0
@@ -88,4 +129,7 @@ class RankFeatures:
         missing = ~held
         rows[missing.to(rows.device)] = self.remote.fetch(ids[missing], key).to(rows.device)
         own = int((held & (slots < self.num_own)).sum())
-        return rows, GatherCounts(own, int(held.sum()) - own, int(missing.sum()))
+        counts = GatherCounts(own, int(held.sum()) - own, int(missing.sum()))
+        self.rows.add(counts)
+        self.seconds += time.perf_counter() - t0
+        return rows, counts

@@ -1,4 +1,6 @@
-"""The layout of one partition shard, shared by the writer and the reader.
+"""The layout of one partition shard and of the replicated topology, shared by the writer and the reader (the
+partition's ``manifest.json``, and the format version that covers these files too, are
+``sylvie.formats.partition_manifest``'s).
 
 A shard is one Arrow IPC file holding exactly one row whose columns are (large) lists, so that every
 array is one contiguous, memory-mappable buffer:
@@ -15,15 +17,13 @@ Local ids: inner rows first (in global-id order), then halo rows.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 
-FORMAT_VERSION = 2  # 2: manifest.json carries a checksum of its own
-
+# tests/test_failures.py and tests/test_sampled_training.py import it from here (they edit a manifest);
+from sylvie.formats.splits import SPLITS
 
 TOPOLOGY_FILE = "topology.arrow"
 TOPOLOGY_COLUMNS = ("in_indptr", "in_src", "original_id")
@@ -56,14 +56,9 @@ class Topology:
         return ids - self.part_offsets[self.owner(ids)]
 
 
-def manifest_checksum(manifest: dict) -> str:
-    """sha256 of the manifest's content without its ``checksum`` field (keys sorted, compact JSON)."""
-    body = {k: v for k, v in manifest.items() if k != "checksum"}
-    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
-
 INT_COLUMNS = ("global_id", "label", "in_degree", "out_degree", "edge_src", "edge_dst",
                "halo_global_id", "halo_owner", "halo_owner_index", "halo_out_degree")
-MASK_COLUMNS = ("train", "val", "test")
+MASK_COLUMNS = SPLITS  # a node's splits, a bool column each
 
 
 def shard_schema(num_features: int) -> pa.Schema:

@@ -1,4 +1,5 @@
-"""Read a partition: the manifest, and shards verified against their checksum and schema."""
+"""Read a partition: shards and the topology, verified against their checksum and schema and against the manifest
+(``sylvie.formats.partition_manifest``, which reads and checks the manifest itself)."""
 from __future__ import annotations
 
 import hashlib
@@ -8,58 +9,18 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from sylvie.atomic import read_json
 from sylvie.errors import SylvieError
-from sylvie.output_dir import identify
+from sylvie.formats.partition_manifest import read_manifest
 from sylvie.partition.shard_format import (
-    FORMAT_VERSION,
     INT_COLUMNS,
     MASK_COLUMNS,
     TOPOLOGY_COLUMNS,
     TOPOLOGY_FILE,
     Shard,
     Topology,
-    manifest_checksum,
     shard_schema,
     topology_schema,
 )
-
-_MANIFEST_KEYS = ("num_parts", "num_features", "num_classes", "num_train", "dataset_fingerprint", "parts")
-
-
-def _not_a_partition(part_dir: Path) -> None:
-    """A clear error if ``part_dir`` is another of our outputs (a dataset, a VIP analysis, a run) or a file."""
-    what = identify(part_dir) if part_dir.is_dir() else None
-    if what and "partition directory" not in what:
-        raise SylvieError(f"{part_dir}: is {what}, not a partition; give the directory written by "
-                          f"`sylvie partition`")
-    if part_dir.is_file():
-        raise SylvieError(f"{part_dir}: is a file, not a partition directory; give the directory written by "
-                          f"`sylvie partition`")
-
-
-def read_manifest(part_dir: str | Path) -> dict:
-    part_dir = Path(part_dir)
-    path = part_dir / "manifest.json"
-    if not path.is_file():
-        _not_a_partition(part_dir)
-    manifest = read_json(path, "partition manifest")
-    if not isinstance(manifest, dict):
-        raise SylvieError(f"{path}: not a partition manifest (a JSON {type(manifest).__name__}, not an object); "
-                          f"rerun `sylvie partition`")
-    missing = [k for k in _MANIFEST_KEYS if k not in manifest]
-    if missing:
-        _not_a_partition(part_dir)
-        raise SylvieError(f"{path}: missing field(s) {', '.join(missing)}; rerun `sylvie partition`")
-    if manifest.get("format_version") != FORMAT_VERSION:
-        raise SylvieError(f"{path}: format_version {manifest.get('format_version')} is not {FORMAT_VERSION}; "
-                          f"rerun `sylvie partition` with this version of sylvie")
-    if manifest.get("checksum") != manifest_checksum(manifest):
-        raise SylvieError(f"{path}: was changed after `sylvie partition` wrote it (its checksum does not match its "
-                          f"content); rerun `sylvie partition` rather than editing the manifest")
-    if len(manifest["parts"]) != manifest["num_parts"]:
-        raise SylvieError(f"{path}: lists {len(manifest['parts'])} shards for num_parts={manifest['num_parts']}")
-    return manifest
 
 
 def _verified_bytes(path: Path, expected_sha256: str, what: str = "shard") -> pa.Buffer:
@@ -145,5 +106,3 @@ def verify_partition(part_dir: str | Path, dataset_fingerprint: str | None = Non
     for entry in manifest["parts"]:
         _verified_bytes(Path(part_dir) / entry["file"], entry["sha256"])
     return manifest
-
-

@@ -1,7 +1,7 @@
-"""Cut a canonical graph into per-part Arrow shards plus a manifest, given a node-to-part assignment."""
+"""Cut a canonical graph into per-part Arrow shards plus the replicated topology and the manifest
+(``sylvie.formats.partition_manifest``), given a node-to-part assignment."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -11,16 +11,9 @@ from tqdm import tqdm
 
 from sylvie.atomic import atomic_path, file_sha256
 from sylvie.data.graph import Graph, degrees
+from sylvie.formats.partition_manifest import write_manifest
 from sylvie.output_dir import PARTITION
-from sylvie.partition.shard_format import (
-    FORMAT_VERSION,
-    INT_COLUMNS,
-    MASK_COLUMNS,
-    TOPOLOGY_FILE,
-    manifest_checksum,
-    shard_schema,
-    topology_schema,
-)
+from sylvie.partition.shard_format import INT_COLUMNS, MASK_COLUMNS, TOPOLOGY_FILE, shard_schema, topology_schema
 
 
 def _one_row(values: np.ndarray, typ: pa.DataType) -> pa.Array:
@@ -62,7 +55,7 @@ def _part_columns(graph, assign, local_of, in_deg, out_deg, part, e_src, e_dst):
     src_local[is_halo] = len(inner) + halo_row
     cols = {
         "global_id": inner, "feat": graph.features[inner], "label": graph.labels[inner],
-        "train": graph.train_mask[inner], "val": graph.val_mask[inner], "test": graph.test_mask[inner],
+        **{split: mask[inner] for split, mask in graph.masks.items()},
         "in_degree": in_deg[inner], "out_degree": out_deg[inner],
         "edge_src": src_local, "edge_dst": local_of[e_dst],
         "halo_global_id": halo, "halo_owner": assign[halo], "halo_owner_index": local_of[halo],
@@ -101,8 +94,9 @@ def _write_topology(path: Path, columns: dict[str, np.ndarray]) -> None:
 
 def write_shards(graph: Graph, assign: np.ndarray, out_dir: str | Path, method: str, seed: int,
                  dataset_fingerprint: str, progress: bool = True, inputs: tuple = ()) -> dict:
-    """Write ``part-<k>.arrow`` for every part and ``manifest.json`` into ``out_dir`` atomically; an existing
-    ``out_dir`` is replaced only if it is an earlier partition (``inputs``: the dataset it was cut from)."""
+    """Write ``part-<k>.arrow`` for every part, ``topology.arrow`` and ``manifest.json`` into ``out_dir``
+    atomically and return the manifest; an existing ``out_dir`` is replaced only if it is an earlier partition
+    (``inputs``: the dataset it was cut from)."""
     parts = int(assign.max()) + 1 if assign.size else 0
     n = graph.num_nodes
     counts = np.bincount(assign, minlength=parts)
@@ -128,8 +122,8 @@ def write_shards(graph: Graph, assign: np.ndarray, out_dir: str | Path, method: 
         del dst_part
         topology, part_offsets = _topology_columns(graph, assign, local_of, counts, in_deg)
         _write_topology(tmp / TOPOLOGY_FILE, topology)
-        manifest = {
-            "format_version": FORMAT_VERSION, "dataset": graph.name, "dataset_fingerprint": dataset_fingerprint,
+        return write_manifest(tmp, {
+            "dataset": graph.name, "dataset_fingerprint": dataset_fingerprint,
             "method": method, "seed": seed, "num_parts": parts, "num_nodes": n, "num_edges": graph.num_edges,
             "num_features": int(graph.features.shape[1]), "num_classes": int(graph.num_classes),
             "num_train": int(graph.train_mask.sum()),
@@ -137,7 +131,4 @@ def write_shards(graph: Graph, assign: np.ndarray, out_dir: str | Path, method: 
             "parts": entries,
             "topology": {"file": TOPOLOGY_FILE, "sha256": file_sha256(tmp / TOPOLOGY_FILE),
                          "part_offsets": part_offsets},
-        }
-        manifest["checksum"] = manifest_checksum(manifest)
-        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
-    return manifest
+        })

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sylvie.errors import SylvieError
+from sylvie.formats.eval_result import SECTIONS, EvalResult
 from sylvie.report.run_output import RunOutput, failed, finished, read_run
 
 # Knobs that change how a run was watched, not what a finished run computed or how fast: seeds differing only in
@@ -22,13 +23,13 @@ _NOT_WHAT_RUNS = {"train.seed", "train.progress", "train.log_every", "train.chec
 _BEFORE_THE_KNOB = {"train.boundary_sampling": 1.0}
 
 
-def run_settings(evaluation: dict) -> dict:
+def run_settings(evaluation: EvalResult) -> dict:
     """What a run is, as its eval.json records it (flat, ``section.knob``), without the seed."""
-    flat = {"dataset": evaluation["dataset"], "parts": evaluation["num_parts"]}
-    for sec in ("model", "train", "comm", "sampling", "cache", "features"):
-        flat.update({f"{sec}.{k}": v for k, v in (evaluation.get(sec) or {}).items()})
+    flat = {"dataset": evaluation.dataset, "parts": evaluation.num_parts}
+    for sec in SECTIONS:
+        flat.update({f"{sec}.{k}": v for k, v in (getattr(evaluation, sec) or {}).items()})
     for key, value in _BEFORE_THE_KNOB.items():
-        if key.split(".")[0] in evaluation:  # a number: 1 and 1.0 are one setting
+        if getattr(evaluation, key.split(".")[0]) is not None:  # a number: 1 and 1.0 are one setting
             flat[key] = float(flat.get(key, value))
     return {k: v for k, v in flat.items() if k not in _NOT_WHAT_RUNS}
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from sylvie.formats.eval_result import EvalResult
 from sylvie.report.run_output import RunOutput, finished
 
 
@@ -10,27 +11,25 @@ def summarise(outputs: list[RunOutput]) -> dict:
     """One row of the comparison table: mean (and std) over the seeds that finished (at least one)."""
     outputs = finished(outputs)
     ev0 = outputs[0].evaluation
-    test = np.array([o.evaluation["test_acc"] for o in outputs], dtype=float)  # null (no such nodes) -> nan
-    val = np.array([o.evaluation["val_acc"] for o in outputs], dtype=float)
+    test = np.array([o.evaluation.accuracies["test"] for o in outputs], dtype=float)  # nan: no such nodes
+    val = np.array([o.evaluation.accuracies["val"] for o in outputs], dtype=float)
 
-    def mean_of(key, default=0.0):
-        if key not in outputs[0].metrics[0]:  # metrics written before the key existed, or of the other regime
-            return default
+    def mean_of(key, default=0.0):  # default: no such field in the run's mode, or never measured
         per_run = [o.series(key) for o in outputs]  # null (e.g. no hit rate without remote rows) -> nan
         values = np.concatenate([v[~np.isnan(v)] for v in per_run])
         return float(values.mean()) if values.size else default
 
     return {
-        "dataset": ev0["dataset"], "parts": ev0["num_parts"], "arch": ev0["model"]["arch"],
+        "dataset": ev0.dataset, "parts": ev0.num_parts, "arch": ev0.model["arch"],
         "seeds": len(outputs), "test_acc": float(test.mean()), "test_std": float(test.std()),
         "val_acc": float(val.mean()), "epochs": len(outputs[0].metrics),
         "epoch_time": mean_of("epoch_time"), "compute_time": mean_of("compute_time"),
         "comm_time": mean_of("comm_time"), "codec_time": mean_of("codec_time"),
-        "bits": int(outputs[0].metrics[0].get("bits") or 32), "mb_sent": mean_of("bytes_sent") / 1e6,
+        "bits": outputs[0].metrics[0].bits, "mb_sent": mean_of("bytes_sent") / 1e6,
         "compression": mean_of("fp32_bytes_sent", float("nan")) / max(mean_of("bytes_sent"), 1.0),
         "hidden_comm_time": mean_of("hidden_comm_time"), "stale_share": mean_of("staleness"),
         "exchange": exchange_mode(outputs[0].evaluation),
-        "regime": "sampled" if "sampling" in ev0 else "full-graph",
+        "regime": "sampled" if outputs[0].metrics[0].mode == "sampled" else "full-graph",
         "rows_per_batch": mean_of("input_rows_per_batch", float("nan")),
         "cache_hit": mean_of("cache_hit_rate", float("nan")),
         "rows_local": mean_of("rows_local", float("nan")), "rows_cached": mean_of("rows_cached", float("nan")),
@@ -38,15 +37,15 @@ def summarise(outputs: list[RunOutput]) -> dict:
     }
 
 
-def exchange_mode(evaluation: dict) -> str:
+def exchange_mode(evaluation: EvalResult) -> str:
     """How a run moved data, in words: full-graph halo exchange sync, pipelined, pipelined K=5, adaptive K=5; for
     sampled runs the cache: vip cache α=0.2, no cache."""
-    if "cache" in evaluation:
-        cache = evaluation["cache"]
+    if evaluation.cache is not None:
+        cache = evaluation.cache
         if cache.get("policy") == "none" or not cache.get("alpha"):
             return "sampled, no cache"
         return f"sampled, {cache['policy']} cache α={cache['alpha']:g}"
-    comm = evaluation.get("comm", {})
+    comm = evaluation.comm
     if not comm.get("pipeline"):
         return "sync"
     k = comm.get("staleness", 0)

@@ -17,11 +17,10 @@ from sylvie.comm.halo_exchange import HaloExchange
 from sylvie.comm.halo_plan import HaloPlan
 from sylvie.comm.lowbit.format import FULL_PRECISION
 from sylvie.comm.stats import CommStats
+from sylvie.formats.splits import SPLITS
 from sylvie.models.blocks import halo_subblock, local_block
 from sylvie.partition.shard_format import Shard
 from sylvie.runtime.process_group import Context, all_reduce_sum, sum_over_ranks
-
-SPLITS = ("train", "val", "test")
 
 
 class RankGraph:

@@ -10,7 +10,8 @@ collectives (the row fetches) go to a process group of their own, so they never 
 gradient all-reduce.
 
 ``pipeline.map(produce, n)`` yields ``produce(0) .. produce(n - 1)`` in order, keeping ``depth`` items ahead of
-the consumer (0: each one produced when asked). The time the consumer waits is counted in ``waited``. A wait for
+the consumer (0: each one produced when asked). The time the consumer waits is counted in ``waited`` (from
+``begin_epoch``: the pipeline's account of an epoch). A wait for
 work that involves peers is bounded by ``timeout``; an error in the thread is raised in the consumer.
 """
 from __future__ import annotations
@@ -33,6 +34,10 @@ class SamplingPipeline:
         # a daemon: a worker stuck in a collective with a failed peer never keeps the process from exiting
         self._thread = threading.Thread(target=self._serve, args=(initializer,), name="sylvie-sampler", daemon=True)
         self._thread.start()
+
+    def begin_epoch(self) -> None:
+        """Start counting the consumer's waits afresh."""
+        self.waited = 0.0
 
     def _serve(self, initializer: Callable[[], None] | None) -> None:
         failed = None

@@ -18,13 +18,10 @@ log1p: one pass over the edges per hop, O(L x edges).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 
-from sylvie.atomic import file_sha256, read_json
-from sylvie.errors import SylvieError
-from sylvie.output_dir import VIP, identify
+# The analysis's files are sylvie.formats.vip_file's; sylvie/train/run.py still imports their reader from here.
 
 
 def edge_destinations(in_indptr: np.ndarray) -> np.ndarray:
@@ -61,35 +58,3 @@ def vertex_inclusion_probability(in_indptr: np.ndarray, in_src: np.ndarray, trai
         vip_log += np.log1p(-np.minimum(p, 1.0 - 1e-15))
     return -np.expm1(vip_log)
 
-
-def read_vip(vip_dir, part: int, partition_checksum: str, fanouts: Sequence[int], batch_size: int) -> np.ndarray:
-    """Part ``part``'s VIP array as ``sylvie vip`` wrote it into ``vip_dir``, checked against the partition and the
-    sampling setting it must belong to (and its sha256)."""
-    vip_dir = Path(vip_dir)
-    manifest_path = vip_dir / "manifest.json"
-    setting = f"--fanouts {' '.join(map(str, fanouts))} --batch-size {batch_size}"
-    what = identify(vip_dir)
-    if what and not what.startswith(f"a {VIP.what} "):  # another of our outputs: say which
-        raise SylvieError(f"--vip {vip_dir} is {what}, not a VIP analysis; pass the --out of `sylvie vip PARTITION "
-                          f"--out DIR {setting}` (the pipeline's vip rule writes data/vip/...)")
-    if not manifest_path.is_file():
-        raise SylvieError(f"{manifest_path}: not found; write the VIP analysis with `sylvie vip PARTITION --out "
-                          f"{vip_dir} {setting}` (the pipeline's vip rule)")
-    manifest = read_json(manifest_path, "VIP manifest")
-    if manifest.get("kind") != "vip":
-        raise SylvieError(f"{manifest_path}: not the manifest of a VIP analysis (no \"kind\": \"vip\"); pass the "
-                          f"--out of `sylvie vip PARTITION --out DIR {setting}` as --vip")
-    rerun = f"rerun `sylvie vip` for this partition with {setting}"
-    if manifest.get("partition_checksum") != partition_checksum:
-        raise SylvieError(f"{manifest_path}: written for another partition; {rerun}")
-    if list(manifest.get("fanouts", [])) != list(fanouts) or manifest.get("batch_size") != batch_size:
-        raise SylvieError(f"{manifest_path}: for fanouts {manifest.get('fanouts')} and batch size "
-                          f"{manifest.get('batch_size')}, not sampling.fanouts {list(fanouts)} and sampling.batch_size "
-                          f"{batch_size}; {rerun}")
-    entry = next((p for p in manifest.get("parts", []) if p.get("part") == part), None)
-    if entry is None:
-        raise SylvieError(f"{manifest_path}: has no part {part}; {rerun}")
-    path = vip_dir / entry["file"]
-    if not path.is_file() or file_sha256(path) != entry["sha256"]:
-        raise SylvieError(f"{path}: missing or not the file the manifest describes (sha256 differs); {rerun}")
-    return np.load(path, mmap_mode="r")

@@ -17,19 +17,19 @@ import math
 import time
 
 import torch
-import torch.nn.functional as F
 
 from sylvie.comm.boundary_sampling import BoundarySampler
 from sylvie.comm.halo_exchange import HaloExchange
 from sylvie.comm.staleness import BoundedStalenessAdaptor
 from sylvie.comm.stats import CommStats
 from sylvie.config import check_boundary_sampling
+from sylvie.formats.epoch_record import NOT_EVALUATED, EpochRecord, HaloEpoch, PlannedEpoch
 from sylvie.models import build_model
 from sylvie.partition.shard_format import Shard
-from sylvie.runtime.process_group import Context, all_reduce_sum
-from sylvie.runtime.rank_graph import SPLITS, RankGraph
-from sylvie.train.metrics import format_epoch
-from sylvie.train.step import TrainingDiverged, all_reduce_gradients
+from sylvie.runtime.process_group import Context
+from sylvie.runtime.rank_graph import RankGraph
+from sylvie.train.log_line import format_epoch
+from sylvie.train.step import ModelStep
 
 
 class FullGraphTrainer:
@@ -41,7 +41,6 @@ class FullGraphTrainer:
         check_boundary_sampling(train, comm, "sylvie train")
         self.ctx, self.train_cfg, self.comm, self.seed = ctx, train, comm, seed
         dev = ctx.device
-        self.reduce_stats = CommStats()
         self.graph = RankGraph(ctx, shard, model.self_loop)
         self.halo = HaloExchange(self.graph.plan, CommStats(), comm.bits, seed, ctx.rank, pipelined=comm.pipeline,
                                  smoothing=comm.smoothing)
@@ -55,6 +54,7 @@ class FullGraphTrainer:
         torch.manual_seed(seed)  # identical initial weights on every rank
         self.model = build_model(model, shard.feat.shape[1], shard.num_classes).to(dev)
         self.opt = torch.optim.Adam(self.model.parameters(), lr=train.lr, weight_decay=train.weight_decay)
+        self.step = ModelStep(self.model, self.opt, seed, ctx.world, ctx.rank, train.lr)
 
     def _adaptor(self, start: int) -> BoundedStalenessAdaptor:
         c = self.comm
@@ -62,23 +62,15 @@ class FullGraphTrainer:
                                        c.drift_tolerance, start=start)
 
     def train_step(self, epoch: int) -> float:
-        """One full-graph step; returns the global mean training loss."""
-        # Dropout masks depend only on (seed, epoch, rank), so a resumed run repeats them exactly.
-        torch.manual_seed(self.seed * 1_000_003 + epoch * self.ctx.world + self.ctx.rank)
-        mode, after = self.adaptor.mode(epoch), self.adaptor.mode(epoch + 1)
-        keep = not after.synchronous
-        block, x = self._epoch_graph(epoch, mode.synchronous, keep)
-        self.model.train()
-        self.opt.zero_grad(set_to_none=True)
-        logits = self.model(block, x, self.halo)
-        loss_sum = F.cross_entropy(logits[self.train_idx], self.labels[self.train_idx], reduction="sum")
-        (loss_sum / self.num_train_global).backward()
-        grads_finite = all_reduce_gradients(self.model, self.reduce_stats)
-        loss = float(all_reduce_sum(loss_sum.detach().clone())) / self.num_train_global
-        if not (math.isfinite(loss) and grads_finite):  # all-reduced: every rank stops at the same epoch
-            raise TrainingDiverged(epoch, loss, self.train_cfg.lr, grads_finite)
-        self.opt.step()
-        return loss
+        """One full-graph step (the epoch's only one); returns the global mean training loss."""
+        keep = not self.adaptor.mode(epoch + 1).synchronous
+
+        def forward():
+            block, x = self._epoch_graph(epoch, self.adaptor.mode(epoch).synchronous, keep)
+            logits = self.model(block, x, self.halo)
+            return logits[self.train_idx], self.labels[self.train_idx]
+
+        return self.step(epoch, epoch, forward, self.num_train_global) / self.num_train_global
 
     def _epoch_graph(self, epoch: int, fresh: bool, keep: bool):
         """The epoch's block and layer-0 rows (the whole partition, or its boundary sample), its halo round
@@ -95,34 +87,34 @@ class FullGraphTrainer:
         """Accuracy on the train / val / test nodes of all ranks (eval mode: no dropout)."""
         return self.graph.accuracy(self.model)
 
-    def epoch(self, epoch: int, evaluate: bool = True) -> dict:
-        """Train one epoch and (if ``evaluate``) evaluate; returns its metrics record, accuracies None when not
-        evaluated (and schedules epoch + 2)."""
+    def epoch(self, epoch: int, evaluate: bool = True) -> EpochRecord:
+        """Train one epoch and (if ``evaluate``) evaluate; returns its record, accuracies None when not evaluated
+        (and schedules epoch + 2)."""
         self.halo.start_epoch()
-        self.reduce_stats.reset()
+        self.step.stats.reset()
         mode = self.adaptor.mode(epoch)
         t0 = time.perf_counter()
         loss = self.train_step(epoch)
         train_time = time.perf_counter() - t0
         halo = self.halo.end_epoch()  # all ranks
         planned = self.adaptor.observe(epoch, halo.drift_features)
-        exposed = halo.seconds + self.reduce_stats.seconds
+        reduce = self.step.stats
+        exposed = halo.seconds + reduce.seconds
         t1 = time.perf_counter()
-        acc = self.evaluate() if evaluate else {f"{s}_acc": None for s in SPLITS}
-        return {
-            "epoch": epoch, "loss": loss, **acc,
-            "epoch_time": train_time, "compute_time": train_time - exposed - halo.codec_seconds, "comm_time": exposed,
-            "hidden_comm_time": halo.hidden_seconds, "halo_time": halo.seconds, "codec_time": halo.codec_seconds,
-            "allreduce_time": self.reduce_stats.seconds,
-            "bits": self.comm.bits, "bytes_sent": halo.bytes_sent, "bytes_received": halo.bytes_received,
-            "fp32_bytes_sent": halo.fp32_bytes_sent, "allreduce_bytes": self.reduce_stats.bytes_sent,
-            "pipeline": self.comm.pipeline, "staleness": mode.staleness, "sync_reason": mode.reason,
-            "boundary_sampling": self.train_cfg.boundary_sampling, "sample_time": self.sample_seconds,
-            "drift_features": _finite_or_none(halo.drift_features),
-            "drift_gradients": _finite_or_none(halo.drift_gradients),
-            "planned": {"epoch": epoch + 2, "synchronous": planned.synchronous, "reason": planned.reason},
-            "eval_time": time.perf_counter() - t1,
-        }
+        acc = self.evaluate() if evaluate else NOT_EVALUATED
+        return EpochRecord(
+            epoch=epoch, mode="full", loss=loss, **acc,
+            epoch_time=train_time, compute_time=train_time - exposed - halo.codec_seconds, comm_time=exposed,
+            hidden_comm_time=halo.hidden_seconds, codec_time=halo.codec_seconds, allreduce_time=reduce.seconds,
+            sample_time=self.sample_seconds, eval_time=time.perf_counter() - t1,
+            bits=self.comm.bits, bytes_sent=halo.bytes_sent, bytes_received=halo.bytes_received,
+            fp32_bytes_sent=halo.fp32_bytes_sent, allreduce_bytes=reduce.bytes_sent,
+            halo=HaloEpoch(
+                halo_time=halo.seconds, pipeline=self.comm.pipeline, staleness=mode.staleness,
+                sync_reason=mode.reason, boundary_sampling=self.train_cfg.boundary_sampling,
+                drift_features=_finite_or_none(halo.drift_features),
+                drift_gradients=_finite_or_none(halo.drift_gradients),
+                planned=PlannedEpoch(epoch + 2, planned.synchronous, planned.reason)))
 
     # ---- what the run loop asks of a trainer (sylvie.train.protocol.Trainer) ----
 
@@ -144,13 +136,13 @@ class FullGraphTrainer:
         """What this trainer adds to the run's summary."""
         return {"setup_bytes": self.setup_bytes}
 
-    def log_lines(self, record: dict, epochs: int, full: bool) -> list[str]:
+    def log_lines(self, record: EpochRecord, epochs: int, full: bool) -> list[str]:
         """Rank 0's lines for this epoch: the epoch line when ``full``, and the adaptor's plan when it goes
         synchronous."""
         lines = [format_epoch(record, epochs)] if full else []
-        planned = record["planned"]
-        if self.comm.pipeline and planned["synchronous"] and planned["epoch"] < epochs:
-            lines.append(f"staleness adaptor: epoch {planned['epoch'] + 1} will be synchronous ({planned['reason']})")
+        planned = record.halo.planned
+        if self.comm.pipeline and planned.synchronous and planned.epoch < epochs:
+            lines.append(f"staleness adaptor: epoch {planned.epoch + 1} will be synchronous ({planned.reason})")
         return lines
 
     def close(self) -> None:

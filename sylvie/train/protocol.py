@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from sylvie.formats.epoch_record import EpochRecord
+
 
 class Trainer(Protocol):
-    def epoch(self, epoch: int, evaluate: bool) -> dict:
-        """Train one epoch (and evaluate if asked); its metrics record: at least ``epoch``, ``loss`` (the
-        global mean, the same on every rank) and ``train_acc``/``val_acc``/``test_acc`` (None if not
-        evaluated). Raises ``TrainingDiverged`` on a non-finite loss or gradient."""
+    def epoch(self, epoch: int, evaluate: bool) -> EpochRecord:
+        """Train one epoch (and evaluate if asked); its record (``loss`` the global mean, the same on every rank;
+        accuracies None if not evaluated). Raises ``TrainingDiverged`` on a non-finite loss or gradient."""
 
     def state_dict(self) -> dict:
         """Everything needed to continue exactly (model, optimiser, ...), for a checkpoint."""
@@ -23,7 +24,7 @@ class Trainer(Protocol):
     def summary(self) -> dict:
         """Extra fields of the run's summary (e.g. setup bytes)."""
 
-    def log_lines(self, record: dict, epochs: int, full: bool) -> list[str]:
+    def log_lines(self, record: EpochRecord, epochs: int, full: bool) -> list[str]:
         """Rank 0's log lines for this epoch; the one-line epoch summary when ``full``."""
 
     def close(self) -> None:

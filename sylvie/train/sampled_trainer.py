@@ -14,25 +14,23 @@ Where a row comes from changes nothing but the time: with fp32 remote rows, any 
 from __future__ import annotations
 
 import copy
-import math
 import time
 from datetime import timedelta
 
 import numpy as np
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 
 from sylvie.comm.collective import torch_all_to_all
-from sylvie.comm.stats import CommStats
 from sylvie.config import section
 from sylvie.errors import SylvieError
 from sylvie.features.cache_policy import cache_budget, local_order, select_cache
-from sylvie.features.rank_features import GatherCounts, RankFeatures
+from sylvie.features.rank_features import RankFeatures
+from sylvie.formats.epoch_record import NOT_EVALUATED, BatchEpoch, EpochRecord
 from sylvie.models import build_model
 from sylvie.partition.shard_format import Shard, Topology
 from sylvie.runtime.process_group import Context, sum_over_ranks
-from sylvie.runtime.rank_graph import SPLITS, RankGraph
+from sylvie.runtime.rank_graph import RankGraph
 from sylvie.sampling.neighbor_sampler import (
     NeighborSampler,
     batch_sizes,
@@ -42,8 +40,9 @@ from sylvie.sampling.neighbor_sampler import (
 )
 from sylvie.sampling.pipeline import SamplingPipeline
 from sylvie.sampling.vip import iterations_per_epoch
-from sylvie.train.metrics import format_epoch
-from sylvie.train.step import TrainingDiverged, all_reduce_gradients
+from sylvie.train.log_line import format_epoch
+from sylvie.train.sampled_batches import BatchPreparer, PreparedBatch
+from sylvie.train.step import ModelStep
 
 SIMULATED_EPOCHS = 2  # the simulation policy's pre-sampled epochs (GNNLab)
 
@@ -94,10 +93,11 @@ class SampledTrainer:
                                 ctx.device)
         self.cache_rows, self.setup_bytes = int(totals[0]), self.graph.setup_bytes + int(totals[1])
         self.labels = torch.tensor(shard.label)
-        self.reduce_stats = CommStats()
+        self.preparer = BatchPreparer(self.sampler, self.features)
         torch.manual_seed(seed)  # identical initial weights on every rank
         self.model = build_model(model, shard.feat.shape[1], shard.num_classes).to(ctx.device)
         self.opt = torch.optim.Adam(self.model.parameters(), lr=train.lr, weight_decay=train.weight_decay)
+        self.step = ModelStep(self.model, self.opt, seed, world, rank, train.lr)
 
     def _select_cache(self, topology: Topology, offsets: np.ndarray, train_ids: np.ndarray,
                       vip: np.ndarray | None) -> np.ndarray:
@@ -115,78 +115,50 @@ class SampledTrainer:
 
     # ---- one epoch ----
 
-    def _produce(self, epoch: int, seeds: list[np.ndarray]):
-        def produce(i: int):
-            t0 = time.perf_counter()
-            mb = self.sampler.sample(seeds[i], epoch, i)
-            t1 = time.perf_counter()
-            x, counts = self.features.gather(mb.input_nodes, key=(epoch, i))
-            return mb, x, counts, t1 - t0, time.perf_counter() - t1
-        return produce
+    def _train_batch(self, epoch: int, batch: PreparedBatch) -> float:
+        """One optimisation step on ``batch``; the loss summed over all ranks' seeds of that step."""
+        dev, mb = self.ctx.device, batch.minibatch
 
-    def _train_batches(self, epoch: int, batches, rows: GatherCounts) -> tuple[float, float, float]:
-        """The epoch's optimisation steps; returns the sum of the loss over all ranks' seeds and this rank's
-        sampling and fetching seconds."""
-        dev, world, rank = self.ctx.device, self.ctx.world, self.ctx.rank
-        loss_total, sample_s, fetch_s = 0.0, 0.0, 0.0
-        for i, (mb, x, counts, ts, tf) in enumerate(batches):
-            rows.add(counts)
-            sample_s, fetch_s = sample_s + ts, fetch_s + tf
-            # dropout masks depend only on (seed, epoch, iteration, rank): a resumed run repeats them
-            torch.manual_seed(self.seed * 1_000_003 + (epoch * self.iterations + i) * world + rank)
-            self.model.train()
-            self.opt.zero_grad(set_to_none=True)
-            logits = self.model([b.to(dev) for b in mb.blocks], x.to(dev))
-            loss_sum = F.cross_entropy(logits, self.labels[mb.seeds - self.first_id].to(dev), reduction="sum")
-            (loss_sum / float(self.global_batch[i])).backward()
-            loss_here = loss_sum.detach().reshape(1).to(torch.float32).clone()
-            grads_finite = all_reduce_gradients(self.model, self.reduce_stats, extra=loss_here)
-            loss_total += float(loss_here)
-            if not (math.isfinite(loss_total) and grads_finite):  # all-reduced: every rank stops here
-                raise TrainingDiverged(epoch, loss_total / self.num_train_global, self.train_cfg.lr, grads_finite)
-            self.opt.step()
-        return loss_total, sample_s, fetch_s
+        def forward():
+            logits = self.model([b.to(dev) for b in mb.blocks], batch.x.to(dev))
+            return logits, self.labels[mb.seeds - self.first_id].to(dev)
 
-    def epoch(self, epoch: int, evaluate: bool = True) -> dict:
-        world = self.ctx.world
-        self.reduce_stats.reset()
-        self.features.stats.reset()
-        served = self.features.store.bytes_served
-        served.update({tier: 0 for tier in served})
-        self.pipeline.waited = 0.0
-        rows = GatherCounts()
+        # dropout masks depend only on (seed, step, rank): a resumed run repeats them
+        return self.step(epoch * self.iterations + batch.index, epoch, forward, float(self.global_batch[batch.index]))
+
+    def epoch(self, epoch: int, evaluate: bool = True) -> EpochRecord:
+        self.step.stats.reset()  # each part keeps its own account of the epoch
+        self.features.begin_epoch()
+        self.preparer.begin_epoch()
+        self.pipeline.begin_epoch()
         t0 = time.perf_counter()
-        seeds = self.sampler.epoch_seeds(epoch)
-        batches = self.pipeline.map(self._produce(epoch, seeds), self.iterations)
+        batches = self.pipeline.map(self.preparer.producer(epoch, self.sampler.epoch_seeds(epoch)), self.iterations)
         try:
-            loss_total, sample_s, fetch_s = self._train_batches(epoch, batches, rows)
+            loss_total = sum(self._train_batch(epoch, batch) for batch in batches)
         finally:
             batches.close()  # on an error: what is queued is dropped now, not when the traceback is freed
         epoch_time = time.perf_counter() - t0
-        waited = self.pipeline.waited
-        fetch = self.features.stats
-        totals = sum_over_ranks(torch.tensor(
-            [rows.local, rows.cached, rows.remote, fetch.bytes_sent, fetch.fp32_bytes_sent, fetch.bytes_received,
-             served["device"], served["host"]], dtype=torch.float64), self.ctx.device).tolist()
+        waited, reduce = self.pipeline.waited, self.step.stats
+        fetch = self.features.end_epoch(self.ctx.device)
         t1 = time.perf_counter()
-        acc = self.graph.accuracy(self.model) if evaluate else {f"{s}_acc": None for s in SPLITS}
-        inputs = totals[0] + totals[1] + totals[2]
-        return {
-            "epoch": epoch, "loss": loss_total / self.num_train_global, **acc, "mode": "sampled",
-            "epoch_time": epoch_time, "minibatches": self.iterations,
-            "input_rows_per_batch": inputs / (self.iterations * world),
-            "rows_local": int(totals[0]), "rows_cached": int(totals[1]), "rows_remote": int(totals[2]),
-            "cache_hit_rate": totals[1] / (totals[1] + totals[2]) if totals[1] + totals[2] else None,
-            "remote_bytes": int(totals[3]), "bytes_sent": int(totals[3]), "fp32_bytes_sent": int(totals[4]),
-            "bytes_received": int(totals[5]), "bits": self.sampling.remote_bits,
-            "store_device_bytes": int(totals[6]), "store_host_bytes": int(totals[7]),
-            "sample_time": sample_s, "fetch_time": fetch_s, "fetch_wait_time": waited,
-            "compute_time": max(0.0, epoch_time - waited - self.reduce_stats.seconds),
-            "allreduce_time": self.reduce_stats.seconds, "allreduce_bytes": self.reduce_stats.bytes_sent,
-            "comm_time": waited + self.reduce_stats.seconds,
-            "hidden_comm_time": max(0.0, sample_s + fetch_s - waited), "codec_time": 0.0,
-            "eval_time": time.perf_counter() - t1,
-        }
+        acc = self.graph.accuracy(self.model) if evaluate else NOT_EVALUATED
+        rows = fetch.rows
+        return EpochRecord(
+            epoch=epoch, mode="sampled", loss=loss_total / self.num_train_global, **acc,
+            epoch_time=epoch_time, compute_time=max(0.0, epoch_time - waited - reduce.seconds),
+            comm_time=waited + reduce.seconds,
+            hidden_comm_time=max(0.0, self.preparer.sample_seconds + fetch.seconds - waited), codec_time=0.0,
+            allreduce_time=reduce.seconds, sample_time=self.preparer.sample_seconds,
+            eval_time=time.perf_counter() - t1, bits=self.sampling.remote_bits, bytes_sent=fetch.bytes_sent,
+            bytes_received=fetch.bytes_received, fp32_bytes_sent=fetch.fp32_bytes_sent,
+            allreduce_bytes=reduce.bytes_sent,
+            batches=BatchEpoch(
+                minibatches=self.iterations,
+                input_rows_per_batch=(rows.local + rows.cached + rows.remote) / (self.iterations * self.ctx.world),
+                rows_local=rows.local, rows_cached=rows.cached, rows_remote=rows.remote,
+                cache_hit_rate=fetch.cache_hit_rate, remote_bytes=fetch.bytes_sent,
+                store_device_bytes=fetch.store_device_bytes, store_host_bytes=fetch.store_host_bytes,
+                fetch_time=fetch.seconds, fetch_wait_time=waited))
 
     # ---- what the run loop asks of a trainer (sylvie.train.protocol.Trainer) ----
 
@@ -205,13 +177,13 @@ class SampledTrainer:
         return {"setup_bytes": self.setup_bytes, "cache_rows": self.cache_rows, "cache_seconds": self.cache_seconds,
                 "minibatches_per_epoch": self.iterations}
 
-    def log_lines(self, record: dict, epochs: int, full: bool) -> list[str]:
+    def log_lines(self, record: EpochRecord, epochs: int, full: bool) -> list[str]:
         if not full:
             return []
-        hit = record["cache_hit_rate"]
-        return [format_epoch(record, epochs) + f" | {record['minibatches']} batches, "
-                f"{record['input_rows_per_batch']:.0f} rows/batch, cache hits "
-                f"{'–' if hit is None else f'{hit:.0%}'}"]
+        b = record.batches
+        hit = b.cache_hit_rate
+        return [format_epoch(record, epochs) + f" | {b.minibatches} batches, {b.input_rows_per_batch:.0f} rows/batch, "
+                f"cache hits {'–' if hit is None else f'{hit:.0%}'}"]
 
     def close(self) -> None:
         self.pipeline.close()

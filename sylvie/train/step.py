@@ -1,13 +1,16 @@
-"""What every trainer's optimisation step shares: summing the weight gradients over the ranks, and stopping, on
-every rank at once, when the loss or the gradients are not finite, or when the loss has stayed far above the first
-epoch's (``check_divergence``, which the run loop applies to the all-reduced epoch losses of either trainer)."""
+"""The optimisation step both trainers take (``ModelStep``): seed the step's dropout, forward, the summed loss of
+this rank's targets over the global number of targets, backward, the weight gradients summed over the ranks (the
+loss in the same collective), a stop on every rank at once when the loss or the gradients are not finite, the
+optimiser's step. And the divergence check the run loop applies to the epoch losses of either trainer: training
+stops when the loss has stayed far above the first epoch's (``check_divergence``)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 import torch.distributed as dist
+import torch.nn.functional as F
 
 from sylvie.comm.stats import CommStats
 from sylvie.errors import SylvieError
@@ -84,3 +87,39 @@ def all_reduce_gradients(model: torch.nn.Module, stats: CommStats, extra: torch.
     if extra is not None:
         extra.copy_(flat[offset:].view_as(extra))
     return bool(torch.isfinite(flat[:offset]).all())
+
+
+def step_seed(seed: int, step: int, world: int, rank: int) -> int:
+    """torch's seed for the dropout masks of optimisation step ``step`` (counted from the run's first, over all
+    epochs) on ``rank``: a function of these alone, so a resumed run repeats them."""
+    return seed * 1_000_003 + step * world + rank
+
+
+class ModelStep:
+    """One optimisation step of ``model`` with ``opt``, the same for both trainers. ``stats`` times the gradient
+    all-reduce."""
+
+    def __init__(self, model: torch.nn.Module, opt: torch.optim.Optimizer, seed: int, world: int, rank: int,
+                 lr: float):
+        self.model, self.opt, self.seed, self.world, self.rank, self.lr = model, opt, seed, world, rank, lr
+        self.stats = CommStats()
+
+    def __call__(self, step: int, epoch: int, forward: Callable[[], tuple[torch.Tensor, torch.Tensor]],
+                 num_targets: float) -> float:
+        """Step number ``step`` (of epoch ``epoch``): ``forward()`` returns the logits of this rank's targets and
+        their labels; the gradient is that of the mean loss over all ranks' ``num_targets`` targets. Returns the
+        loss summed over all ranks' targets (the same on every rank); raises ``TrainingDiverged`` before the
+        optimiser's step when it or a gradient is not finite (on every rank: the numbers are all-reduced)."""
+        torch.manual_seed(step_seed(self.seed, step, self.world, self.rank))
+        self.model.train()
+        self.opt.zero_grad(set_to_none=True)
+        logits, labels = forward()
+        loss_sum = F.cross_entropy(logits, labels, reduction="sum")
+        (loss_sum / float(num_targets)).backward()
+        total = loss_sum.detach().reshape(1).to(torch.float32).clone()
+        grads_finite = all_reduce_gradients(self.model, self.stats, extra=total)
+        loss = float(total)
+        if not (math.isfinite(loss) and grads_finite):
+            raise TrainingDiverged(epoch, loss / float(num_targets), self.lr, grads_finite)
+        self.opt.step()
+        return loss

@@ -7,7 +7,8 @@ import sys
 import torch
 
 from sylvie.config import section
-from sylvie.partition.shard_reader import read_manifest, read_shard
+from sylvie.formats.partition_manifest import read_manifest
+from sylvie.partition.shard_reader import read_shard
 from sylvie.runtime.process_group import init_distributed, shutdown
 from sylvie.train.fullgraph_trainer import FullGraphTrainer
 
@@ -30,7 +31,7 @@ for case in cases:
     trainer.train_step = recording_step
     for epoch in range(case["epochs"]):
         weights.append({k: v.clone() for k, v in trainer.model.state_dict().items()})
-        records.append(trainer.epoch(epoch, evaluate=epoch == case["epochs"] - 1))
+        records.append(trainer.epoch(epoch, evaluate=epoch == case["epochs"] - 1).to_json())
     results[case["name"]] = {"weights": weights, "grads": grads, "records": records}
 if ctx.rank == 0:
     torch.save(results, out)

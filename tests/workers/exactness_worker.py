@@ -5,7 +5,8 @@ import sys
 import torch
 
 from sylvie.config import section
-from sylvie.partition.shard_reader import read_manifest, read_shard
+from sylvie.formats.partition_manifest import read_manifest
+from sylvie.partition.shard_reader import read_shard
 from sylvie.runtime.process_group import init_distributed, shutdown
 from sylvie.train.fullgraph_trainer import FullGraphTrainer
 

@@ -20,6 +20,7 @@ import torch.distributed as dist
 
 from sylvie.config import section
 from sylvie.evaluate.partitioned import evaluate_partitioned
+from sylvie.train.job import TrainingJob
 from sylvie.train.run import run_training
 
 partition_dir, vip_dir, root, cells = sys.argv[1], sys.argv[2], Path(sys.argv[3]), json.loads(sys.argv[4])
@@ -37,8 +38,9 @@ for name, cfg in cells.items():
     out = root / name
     train = section("train", cfg.get("train"))
     join(f"{name}/train")
-    run_training(partition_dir, out, section("model", cfg.get("model")), train, section("comm", cfg.get("comm")),
-                 0, section("sampling", cfg.get("sampling")), section("cache", cfg.get("cache")),
-                 vip_dir if train.mode == "sampled" else None, section("features", cfg.get("features")))
+    run_training(TrainingJob(partition_dir, out, section("model", cfg.get("model")), train,
+                             section("comm", cfg.get("comm")), 0, section("sampling", cfg.get("sampling")),
+                             section("cache", cfg.get("cache")), section("features", cfg.get("features")),
+                             vip_dir if train.mode == "sampled" else None))
     join(f"{name}/evaluate")
     evaluate_partitioned(partition_dir, out / "model.pt", out / "parts.json", out / "parts.npy")

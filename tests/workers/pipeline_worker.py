@@ -6,7 +6,8 @@ import torch
 
 from sylvie.comm.halo_wire import BACKWARD
 from sylvie.config import section
-from sylvie.partition.shard_reader import read_manifest, read_shard
+from sylvie.formats.partition_manifest import read_manifest
+from sylvie.partition.shard_reader import read_shard
 from sylvie.runtime.process_group import init_distributed, shutdown
 from sylvie.train.fullgraph_trainer import FullGraphTrainer
 
@@ -47,6 +48,6 @@ type(halo.stale_rows).take = recording_take
 for epoch in range(epochs):
     epoch_now[0] = epoch
     rec = trainer.epoch(epoch)
-    record["modes"].append(rec["staleness"])
+    record["modes"].append(rec.halo.staleness)
 torch.save(record, f"{out}.{ctx.rank}.pt")
 shutdown()

@@ -1,0 +1,131 @@
+"""What ``sylvie evaluate`` writes: ``eval.json`` (the ``--out``) and, with ``--predictions``, every node's predicted
+class. This module is both files' only writer and reader.
+
+``eval.json``, one JSON object:
+
+    format_version          this format's version
+    dataset                 the dataset's name
+    evaluator               "ogb" (OGB's Evaluator, for ogbn-* datasets) or "accuracy"
+    inference               how inference ran, in words ("whole graph, one process", "partition-parallel, 4 ranks")
+    train_acc, val_acc, test_acc   accuracy on each split's nodes (``SPLITS``); null where a split has no nodes
+    model, train, comm      the run's sections as the model file records them (comm {} for a sampled run)
+    sampling, cache, features      a sampled run's sections (absent for a full-graph run)
+    ...                     the training summary's fields, at the top level: best_epoch, best_val_acc,
+                            test_acc_at_best_val, num_parts, setup_bytes and what the trainer adds
+
+The predictions: an int64 ``.npy`` array, one class per node in the dataset's node order (no version of its own).
+
+Version history of eval.json: 1: ``format_version`` recorded. Files written before it have the same fields without
+it (the oldest no ``inference``): they are read as version 1. A file of another version is refused: rerun
+``sylvie evaluate``.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from sylvie.atomic import atomic_path, write_json
+from sylvie.errors import SylvieError
+from sylvie.formats.checked_json import NUMBER, loads_strict, read_text, type_problem
+from sylvie.formats.recognise import looks_like
+from sylvie.formats.splits import SPLITS
+
+FORMAT_VERSION = 1
+FILE = "eval.json"
+MARKER_KEYS = frozenset({"dataset", "model", "train", "test_acc"})  # what marks a JSON object as an evaluation
+_SAMPLED_SECTIONS = ("sampling", "cache", "features")
+SECTIONS = ("model", "train", "comm", *_SAMPLED_SECTIONS)  # the run's config sections it records (EvalResult's fields)
+# What reading needs of eval.json: dotted key -> accepted types (None: null allowed); optional keys end in '?'
+_FIELDS = {
+    "dataset": (str,), "evaluator?": (str,), "inference?": (str,), "num_parts": (int,),
+    "train_acc?": (*NUMBER, type(None)), "test_acc": (*NUMBER, type(None)), "val_acc": (*NUMBER, type(None)),
+    "model": (dict,), "model.arch": (str,), "train": (dict,), "train.seed": (int,), "comm?": (dict,),
+    "comm.bits?": (int,), "comm.pipeline?": (bool,), "comm.staleness?": (int,), "comm.staleness_policy?": (str,),
+    "sampling?": (dict,), "cache?": (dict,), "cache.policy?": (str,), "cache.alpha?": NUMBER, "features?": (dict,),
+}
+_OWN_KEYS = {"format_version", "dataset", "evaluator", "inference", *SECTIONS, *(f"{s}_acc" for s in SPLITS)}
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    dataset: str
+    evaluator: str | None  # "ogb" or "accuracy"; None: not recorded
+    inference: str | None  # how inference ran, in words; None: not recorded (written before there were two ways)
+    accuracies: dict[str, float]  # split -> accuracy on its nodes; nan where the split has no nodes
+    model: dict
+    train: dict
+    summary: dict  # the training summary (num_parts among it); top-level fields in the file
+    comm: dict = field(default_factory=dict)  # {} for a sampled run
+    sampling: dict | None = None  # a sampled run's sections; None for a full-graph run
+    cache: dict | None = None
+    features: dict | None = None
+
+    @property
+    def num_parts(self) -> int:
+        return self.summary["num_parts"]
+
+    def content(self) -> dict:
+        """eval.json's object (non-finite accuracies as they are: ``write_json`` makes them null)."""
+        clash = _OWN_KEYS & self.summary.keys()
+        if clash:
+            raise ValueError(f"the training summary's {sorted(clash)} would overwrite eval.json's own fields")
+        return {"format_version": FORMAT_VERSION, "dataset": self.dataset, "evaluator": self.evaluator,
+                "inference": self.inference, **{f"{s}_acc": self.accuracies[s] for s in SPLITS},
+                "model": self.model, "train": self.train, "comm": self.comm,
+                **{s: getattr(self, s) for s in _SAMPLED_SECTIONS if getattr(self, s) is not None}, **self.summary}
+
+
+def write_eval_result(path: str | Path, result: EvalResult) -> dict:
+    """Write ``result`` to ``path`` atomically; returns the object written."""
+    content = result.content()
+    write_json(path, content)
+    return content
+
+
+def read_eval_result(path: str | Path, fix: str | None = None) -> EvalResult:
+    """The evaluation in ``path``, checked; a missing, damaged, foreign or edited file, or one of another version,
+    is a one-line error naming it and ending with ``fix`` (what to do; by default: rerun ``sylvie evaluate``)."""
+    path = Path(path)
+    fix = fix or f"rerun `sylvie evaluate` (it writes {path.name})"
+    obj = loads_strict(read_text(path, "evaluation (eval.json of `sylvie evaluate`)", fix), path, fix)
+    if not isinstance(obj, dict):
+        raise SylvieError(f"{path}: not an evaluation written by `sylvie evaluate` (a JSON {type(obj).__name__}, "
+                          f"not an object); {fix}")
+    version = obj.get("format_version", 1)  # written before the version was recorded: version 1
+    if MARKER_KEYS <= obj.keys() and version != FORMAT_VERSION:  # an evaluation, of another version
+        raise SylvieError(f"{path}: an evaluation of format version {json.dumps(version)[:40]}; this sylvie reads "
+                          f"version {FORMAT_VERSION}: {fix}")
+    problem = type_problem(obj, _FIELDS)
+    if problem:
+        raise SylvieError(f"{path}: not an evaluation written by `sylvie evaluate` ({problem}"
+                          f"{looks_like(obj, FILE)}); {fix}")
+    acc = {s: obj.get(f"{s}_acc") for s in SPLITS}
+    return EvalResult(dataset=obj["dataset"], evaluator=obj.get("evaluator"), inference=obj.get("inference"),
+                      accuracies={s: math.nan if a is None else float(a) for s, a in acc.items()},
+                      model=obj["model"], train=obj["train"], comm=obj.get("comm", {}),
+                      summary={k: v for k, v in obj.items() if k not in _OWN_KEYS},
+                      **{s: obj.get(s) for s in _SAMPLED_SECTIONS})
+
+
+def write_predictions(path: str | Path, pred: np.ndarray) -> None:
+    """Every node's predicted class, in the dataset's node order, as an int64 ``.npy`` file (atomically)."""
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
+        np.save(f, pred.astype(np.int64, copy=False))
+
+
+def read_predictions(path: str | Path) -> np.ndarray:
+    """The predictions written by ``write_predictions``: one int64 class per node."""
+    path = Path(path)
+    try:
+        pred = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as e:
+        raise SylvieError(f"{path}: not predictions written by `sylvie evaluate --predictions` ({e}); rerun it") \
+            from e
+    if pred.dtype != np.int64 or pred.ndim != 1:
+        raise SylvieError(f"{path}: {pred.dtype} array of shape {pred.shape}, not the int64 class of every node "
+                          f"that `sylvie evaluate --predictions` writes; rerun it")
+    return pred

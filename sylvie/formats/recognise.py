@@ -1,0 +1,39 @@
+"""Which of our JSON formats a file is, by the keys that mark each: a file of one of them given where another is
+expected is named as such in the reader's error ("...; it looks like a partition manifest ...").
+
+The keys are each format's own (its module's, or ``sylvie.output_dir``'s output kinds for the directories' marker
+files); the epoch record's are those of ``metrics.jsonl``'s lines as ``sylvie train`` writes them.
+"""
+from __future__ import annotations
+
+# an epoch record of metrics.jsonl: the keys every line has
+EPOCH_RECORD_KEYS = frozenset({"epoch", "loss"})
+
+
+def _formats() -> tuple[tuple[frozenset, str], ...]:
+    """(marker keys, the format in words), the first that fits a file's keys being what it is. Built on use: the
+    format modules read through this one."""
+    from dataclasses import fields
+
+    from sylvie.formats.eval_result import MARKER_KEYS as EVAL_KEYS
+    from sylvie.formats.run_failure import RunFailure
+    from sylvie.output_dir import CANONICAL_GRAPH, PARTITION, VIP
+
+    return (
+        (frozenset(f.name for f in fields(RunFailure)), "a run failure record (failed.json)"),
+        (frozenset(PARTITION.marker_keys), "a partition manifest (manifest.json of `sylvie partition`)"),
+        (frozenset(VIP.marker_keys), "a VIP analysis manifest (manifest.json of `sylvie vip`)"),
+        (frozenset(CANONICAL_GRAPH.marker_keys), "a dataset's meta.json (`sylvie download`)"),
+        (EPOCH_RECORD_KEYS, "an epoch record of metrics.jsonl (`sylvie train`)"),
+        (EVAL_KEYS, "an evaluation (eval.json of `sylvie evaluate`)"),
+    )
+
+
+def looks_like(obj, expected: str) -> str:
+    """'; it looks like <format>' where ``obj`` (a file's parsed JSON) is another of our formats than the file
+    ``expected`` (its name: 'eval.json', 'metrics.jsonl'), else ''."""
+    if isinstance(obj, dict):
+        for keys, what in _formats():
+            if keys <= obj.keys():
+                return f"; it looks like {what}" if expected not in what else ""
+    return ""

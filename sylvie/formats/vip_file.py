@@ -1,0 +1,90 @@
+"""A VIP analysis, what ``sylvie vip`` writes for one partition and sampling setting: a directory of
+
+    vip-<k>.npy    part k's VIP of every vertex of the graph (float64, in the partition's id space), for the
+                   minibatches the sampled trainer draws from part k
+    manifest.json  format_version; kind ("vip"); fanouts (DGL's order) and batch_size, the sampling setting;
+                   partition_checksum (the partition's manifest checksum); parts: per part its part, file, sha256,
+                   batch_size (the seeds a minibatch of that part holds) and expected_sampled (the VIP's sum)
+
+This module is the format's only writer and reader. ``manifest.json``'s keys ``kind``, ``fanouts``, ``batch_size``
+and ``parts`` are also what ``sylvie.output_dir.VIP`` identifies the directory by.
+
+Version history: 1: ``format_version`` recorded. A manifest without it (written before it) or with another is
+refused: rerun ``sylvie vip``.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from sylvie.atomic import file_sha256, read_json
+from sylvie.errors import SylvieError
+from sylvie.output_dir import VIP, identify
+
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+KIND = "vip"
+
+
+def array_file(part: int) -> str:
+    """The file name of part ``part``'s array."""
+    return f"vip-{part}.npy"
+
+
+def write_vip_analysis(directory: str | Path, fanouts: Sequence[int], batch_size: int, partition_checksum: str,
+                       parts: Iterable[tuple[np.ndarray, float]]) -> dict:
+    """Write the analysis into ``directory`` (the stage's temporary output directory, moved into place by the
+    caller): one array per part as ``parts`` yields them, part 0 first (its VIP and the minibatch size it is for,
+    each written before the next is asked for), then the manifest. Returns the manifest."""
+    directory = Path(directory)
+    entries = []
+    for k, (vip, batch) in enumerate(parts):
+        name = array_file(k)
+        np.save(directory / name, vip)
+        entries.append({"part": k, "file": name, "sha256": file_sha256(directory / name), "batch_size": batch,
+                        "expected_sampled": float(vip.sum())})
+    manifest = {"format_version": FORMAT_VERSION, "kind": KIND, "fanouts": list(fanouts), "batch_size": batch_size,
+                "partition_checksum": partition_checksum, "parts": entries}
+    (directory / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    return manifest
+
+
+def read_vip(vip_dir, part: int, partition_checksum: str, fanouts: Sequence[int], batch_size: int) -> np.ndarray:
+    """Part ``part``'s VIP array (memory-mapped) as ``sylvie vip`` wrote it into ``vip_dir``, checked against the
+    format's version, the partition and the sampling setting it must belong to (and its sha256)."""
+    vip_dir = Path(vip_dir)
+    manifest_path = vip_dir / MANIFEST
+    setting = f"--fanouts {' '.join(map(str, fanouts))} --batch-size {batch_size}"
+    what = identify(vip_dir)
+    if what and not what.startswith(f"a {VIP.what} "):  # another of our outputs: say which
+        raise SylvieError(f"--vip {vip_dir} is {what}, not a VIP analysis; pass the --out of `sylvie vip PARTITION "
+                          f"--out DIR {setting}` (the pipeline's vip rule writes data/vip/...)")
+    if not manifest_path.is_file():
+        raise SylvieError(f"{manifest_path}: not found; write the VIP analysis with `sylvie vip PARTITION --out "
+                          f"{vip_dir} {setting}` (the pipeline's vip rule)")
+    manifest = read_json(manifest_path, "VIP manifest")
+    if not isinstance(manifest, dict) or manifest.get("kind") != KIND:
+        raise SylvieError(f"{manifest_path}: not the manifest of a VIP analysis (no \"kind\": \"vip\"); pass the "
+                          f"--out of `sylvie vip PARTITION --out DIR {setting}` as --vip")
+    rerun = f"rerun `sylvie vip` for this partition with {setting}"
+    version = manifest.get("format_version")
+    if version != FORMAT_VERSION:
+        written = "before the format had a version" if version is None else f"in format version {version!r}"
+        raise SylvieError(f"{manifest_path}: a VIP analysis written {written}; this sylvie reads version "
+                          f"{FORMAT_VERSION}: {rerun}")
+    if manifest.get("partition_checksum") != partition_checksum:
+        raise SylvieError(f"{manifest_path}: written for another partition; {rerun}")
+    if list(manifest.get("fanouts", [])) != list(fanouts) or manifest.get("batch_size") != batch_size:
+        raise SylvieError(f"{manifest_path}: for fanouts {manifest.get('fanouts')} and batch size "
+                          f"{manifest.get('batch_size')}, not sampling.fanouts {list(fanouts)} and sampling.batch_size "
+                          f"{batch_size}; {rerun}")
+    entry = next((p for p in manifest.get("parts", []) if p.get("part") == part), None)
+    if entry is None:
+        raise SylvieError(f"{manifest_path}: has no part {part}; {rerun}")
+    path = vip_dir / entry["file"]
+    if not path.is_file() or file_sha256(path) != entry["sha256"]:
+        raise SylvieError(f"{path}: missing or not the file the manifest describes (sha256 differs); {rerun}")
+    return np.load(path, mmap_mode="r")

@@ -1,0 +1,18 @@
+"""The one log line per epoch, rank 0's (the records themselves go to ``metrics.jsonl``:
+``sylvie.formats.epoch_record``)."""
+from __future__ import annotations
+
+from sylvie.formats.epoch_record import EpochRecord
+
+
+def format_epoch(r: EpochRecord, epochs: int) -> str:
+    """Epoch, loss, accuracies, time (of which communication waited on and hidden), bytes sent and their width,
+    and for pipelined full-graph training whether the epoch was synchronous."""
+    def acc(value):
+        return "  –   " if value is None else f"{value:.4f}"
+
+    return (f"epoch {r.epoch + 1:>4}/{epochs} | loss {r.loss:.4f} | train {acc(r.train_acc)} | "
+            f"val {acc(r.val_acc)} | test {acc(r.test_acc)} | {r.epoch_time:.3f} s "
+            f"(comm {r.comm_time:.3f} s waited, {r.hidden_comm_time:.3f} s hidden) | "
+            f"sent {r.bytes_sent / 1e6:.2f} MB at {r.bits} bits"
+            + (f" | {'sync' if r.halo.staleness == 0 else 'stale'}" if r.halo is not None and r.halo.pipeline else ""))
