@@ -15,16 +15,16 @@ size). --write replaces the tables between the markers in the file.
 """
 import argparse
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
-from markdown_section import write_section
+from common import partition, publish, sylvie, synthetic_graph
 
 from sylvie.features.cache_policy import cache_budget, select_cache
-from sylvie.partition.shard_reader import read_manifest, read_shard, read_topology
+from sylvie.formats.partition_manifest import read_manifest
+from sylvie.partition.shard_reader import read_shard, read_topology
 from sylvie.sampling.neighbor_sampler import (
     TRAINING,
     NeighborSampler,
@@ -38,19 +38,12 @@ ALPHAS = (0.0, 0.01, 0.05, 0.1, 0.2, 0.5, 1.0)
 POLICIES = ("vip", "simulation", "degree", "halo", "random")
 
 
-def sylvie(*args: str) -> None:
-    subprocess.run([str(Path(sys.executable).parent / "sylvie"), *args], check=True, stdout=subprocess.DEVNULL)
-
-
 def prepare(work: Path, args, parts: int) -> Path:
-    graph, part = Path(args.graph) if args.graph else work / "graph", work / f"metis-p{parts}"
-    if not graph.exists():
-        sylvie("download", "synthetic", "--out", str(graph), "--nodes", str(args.graph_nodes), "--avg-degree",
-               str(args.avg_degree), "--features", str(args.features), "--classes", "16", "--train-fraction",
-               str(args.train_fraction), "--val-fraction", "0.1")
-    if not part.exists():
-        sylvie("partition", str(graph), "--out", str(part), "--parts", str(parts))
-    return part
+    """The graph (``--graph``, or the synthetic one made once under ``work``) and its METIS partition in ``parts``."""
+    graph = synthetic_graph(args.graph or work / "graph", check_params=not args.graph, nodes=args.graph_nodes,
+                            avg_degree=args.avg_degree, features=args.features, classes=16,
+                            train_fraction=args.train_fraction, val_fraction=0.1)
+    return partition(graph, work / f"metis-p{parts}", parts=parts)
 
 
 def volume_table(part_dir: Path, fanouts_from_seeds: list[int], batch: int, epochs: int) -> tuple[list[str], dict]:
@@ -124,7 +117,7 @@ def cluster_table(work: Path, args) -> list[str]:
     fanouts = args.fanouts[::-1]
     vip = work / f"vip-p{args.nodes}"
     if not vip.exists():
-        sylvie("vip", str(part), "--out", str(vip), "--fanouts", *map(str, fanouts), "--batch-size", str(args.batch))
+        sylvie("vip", part, "--out", vip, "--fanouts", *fanouts, "--batch-size", args.batch)
     model = ["--mode", "sampled", "--arch", "sage", "--layers", str(len(fanouts)), "--hidden", str(args.hidden),
              "--no-self-loop", "--epochs", str(args.epochs), "--checkpoint-every", "0", "--log-every", "1",
              "--eval-every", str(args.epochs), "--fanouts", *map(str, fanouts), "--batch-size", str(args.batch),
@@ -136,10 +129,10 @@ def cluster_table(work: Path, args) -> list[str]:
         out = work / "runs" / name.split(",")[0].replace(" ", "-")
         records = train_on_cluster(part, out, args.nodes, args.rate, model + flags, timeout_s=7200)
         steady = records[1:] or records
-        med = {k: statistics.median(r[k] for r in steady) for k in
+        med = {k: statistics.median(r.value(k) for r in steady) for k in
                ("epoch_time", "fetch_wait_time", "compute_time", "allreduce_time", "sample_time", "fetch_time",
                 "remote_bytes", "rows_remote")}
-        rows.append((name, med, records[-1]["test_acc"], records[-1]["cache_hit_rate"]))
+        rows.append((name, med, records[-1].test_acc, records[-1].batches.cache_hit_rate))
         print(f"{name}: {med['epoch_time']:.2f} s/epoch", file=sys.stderr)
     base = rows[0][1]["epoch_time"]
     lines = [f"{args.nodes} emulated nodes at {args.rate}; the graph above cut into {args.nodes} parts; GraphSAGE "
@@ -180,16 +173,9 @@ def main() -> None:
     work = Path(args.work)
     part = prepare(work, args, args.parts)
     lines, result = volume_table(part, args.fanouts, args.batch, max(2, args.epochs))
-    table = "\n".join(lines)
-    print(table)
-    print("\n".join(claims(result)))
-    if args.write:
-        write_section(Path(args.write), args.section, table + "\n\n" + "\n".join(f"- {c}" for c in claims(result)))
+    publish("\n".join(lines) + "\n\n" + "\n".join(f"- {c}" for c in claims(result)), args.write, args.section)
     if args.cluster:
-        cluster = "\n".join(cluster_table(work, args))
-        print(cluster)
-        if args.write:
-            write_section(Path(args.write), "cache-cluster-table", cluster)
+        publish("\n".join(cluster_table(work, args)), args.write, "cache-cluster-table")
 
 
 if __name__ == "__main__":

@@ -20,12 +20,11 @@ graph of 50,000 nodes (degree 20, 64 features, 16 classes, 30% train, 10% valida
 """
 import argparse
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-from markdown_section import write_section
+from common import partition, publish, synthetic_graph, synthetic_partition
 
 from sylvie.bench.cluster_run import train_on_cluster
 
@@ -42,10 +41,6 @@ CONFIGS = [
     ("1-bit pipelined, K = 5", ["--bits", "1", "--pipeline", "--staleness", "5"]),
     ("1-bit adaptive, K = 5", ["--bits", "1", "--pipeline", "--staleness", "5", "--staleness-policy", "adaptive"]),
 ]
-
-
-def sylvie(*args: str) -> None:
-    subprocess.run([str(Path(sys.executable).parent / "sylvie"), *args], check=True, stdout=subprocess.DEVNULL)
 
 
 def main() -> None:
@@ -69,12 +64,8 @@ def main() -> None:
     args.section = args.section or "cluster-table"
 
     work = Path(args.work)
-    graph, part = work / "graph", work / f"metis-p{args.nodes}"
-    if not graph.exists():
-        sylvie("download", "synthetic", "--out", str(graph), "--nodes", str(args.graph_nodes), "--avg-degree",
-               str(args.avg_degree), "--features", str(args.features), "--classes", "16")
-    if not part.exists():
-        sylvie("partition", str(graph), "--out", str(part), "--parts", str(args.nodes))
+    _, part = synthetic_partition(work, parts=args.nodes, nodes=args.graph_nodes, avg_degree=args.avg_degree,
+                                  features=args.features, classes=16)
     model = ["--arch", "sage", "--layers", "3", "--hidden", "256", "--no-self-loop", "--epochs", str(args.epochs),
              "--checkpoint-every", "0", "--log-every", "1", "--eval-every", str(args.epochs)]
     rows = []
@@ -83,13 +74,13 @@ def main() -> None:
         out = work / "runs" / name.replace(" ", "").replace(",", "-").replace("=", "")
         records = train_on_cluster(part, out, args.nodes, args.rate, model + flags, timeout_s=7200)
         steady = records[1:] or records
-        row = {"name": name, "epoch": statistics.median(r["epoch_time"] for r in steady),
-               "exposed": statistics.median(r["comm_time"] for r in steady),
-               "hidden": statistics.median(r["hidden_comm_time"] for r in steady),
-               "compute": statistics.median(r["compute_time"] for r in steady),
-               "codec": statistics.median(r["codec_time"] for r in steady),
-               "mb": statistics.median(r["bytes_sent"] for r in steady) / 1e6,
-               "sync": f"{sum(r['staleness'] == 0 for r in records)}/{len(records)}", "acc": records[-1]["test_acc"]}
+        row = {"name": name, "epoch": statistics.median(r.epoch_time for r in steady),
+               "exposed": statistics.median(r.comm_time for r in steady),
+               "hidden": statistics.median(r.hidden_comm_time for r in steady),
+               "compute": statistics.median(r.compute_time for r in steady),
+               "codec": statistics.median(r.codec_time for r in steady),
+               "mb": statistics.median(r.bytes_sent for r in steady) / 1e6,
+               "sync": f"{sum(r.halo.staleness == 0 for r in records)}/{len(records)}", "acc": records[-1].test_acc}
         rows.append(row)
         print(f"{name}: {row['epoch']:.3f} s/epoch ({time.time() - t0:.0f} s wall)", file=sys.stderr)
     base = rows[0]["epoch"]
@@ -104,10 +95,7 @@ def main() -> None:
         lines.append(f"| {r['name']} | {r['epoch']:.3f} | {base / r['epoch']:.2f}x | {r['exposed']:.3f} | "
                      f"{r['hidden']:.3f} | {r['compute']:.3f} | {r['codec']:.3f} | {r['mb']:.1f} | "
                      f"{r['sync']} | {r['acc']:.2%} |")
-    table = "\n".join(lines)
-    print(table)
-    if args.write:
-        write_section(args.write, args.section, table)
+    publish("\n".join(lines), args.write, args.section)
 
 
 def bns(args) -> None:
@@ -115,12 +103,10 @@ def bns(args) -> None:
     halo bytes per epoch (all ranks), the sampling's own time and the test accuracy after the last epoch."""
     work = Path(args.work)
     part = Path(args.partition) if args.partition else work / f"bns-metis-p{args.nodes}"
-    if not part.exists():
-        graph = work / "bns-graph"
-        if not graph.exists():
-            sylvie("download", "synthetic", "--out", str(graph), "--nodes", "50000", "--avg-degree", "20", "--features",
-                   "64", "--classes", "16", "--train-fraction", "0.3", "--val-fraction", "0.1")
-        sylvie("partition", str(graph), "--out", str(part), "--parts", str(args.nodes))
+    if not (part / "manifest.json").exists():
+        graph = synthetic_graph(work / "bns-graph", nodes=50000, avg_degree=20, features=64, classes=16,
+                                train_fraction=0.3, val_fraction=0.1)
+        partition(graph, part, parts=args.nodes)
     common = BNS_MODEL + ["--epochs", str(args.epochs), "--checkpoint-every", "0", "--log-every", "10",
                           "--eval-every", str(args.epochs)]
     rows = []
@@ -132,11 +118,11 @@ def bns(args) -> None:
                                        common + flags + ["--boundary-sampling", str(share)], timeout_s=7200)
             steady = records[1:] or records
             rows.append({"p": share, "exchange": exchange,
-                         "epoch": statistics.median(r["epoch_time"] for r in steady),
-                         "exposed": statistics.median(r["comm_time"] for r in steady),
-                         "mb": statistics.median(r["bytes_sent"] for r in steady) / 1e6,
-                         "sample_ms": 1e3 * statistics.median(r["sample_time"] for r in steady),
-                         "acc": records[-1]["test_acc"]})
+                         "epoch": statistics.median(r.epoch_time for r in steady),
+                         "exposed": statistics.median(r.comm_time for r in steady),
+                         "mb": statistics.median(r.bytes_sent for r in steady) / 1e6,
+                         "sample_ms": 1e3 * statistics.median(r.sample_time for r in steady),
+                         "acc": records[-1].test_acc})
             print(f"p = {share:g}, {exchange}: {rows[-1]['epoch']:.3f} s/epoch, test {rows[-1]['acc']:.2%} "
                   f"({time.time() - t0:.0f} s wall)", file=sys.stderr)
     base = next(r["epoch"] for r in rows if r["p"] == 1.0 and r["exchange"] == BNS_EXCHANGES[0][0])
@@ -149,10 +135,7 @@ def bns(args) -> None:
     for r in rows:
         lines.append(f"| {r['p']:g} | {r['exchange']} | {r['epoch']:.3f} | {base / r['epoch']:.2f}x | "
                      f"{r['exposed']:.3f} | {r['mb']:.1f} | {r['sample_ms']:.1f} | {r['acc']:.2%} |")
-    table = "\n".join(lines)
-    print(table)
-    if args.write:
-        write_section(args.write, args.section or "cluster-bns", table)
+    publish("\n".join(lines), args.write, args.section or "cluster-bns")
 
 
 if __name__ == "__main__":

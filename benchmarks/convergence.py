@@ -13,9 +13,7 @@ torch and DGL on the whole graph, one process, the same seeds. Test accuracy is 
 (evaluated without dropout); the first loss that of the first epoch (ln 16 = 2.77 for a model that knows nothing).
 """
 import argparse
-import os
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
@@ -23,16 +21,10 @@ import dgl
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from markdown_section import write_section
+from common import BIN, publish, run, synthetic_partition
 
-from sylvie.atomic import read_jsonl
 from sylvie.data.graph import load_graph
-
-BIN = Path(sys.executable).parent
-
-
-def sylvie(*args) -> None:
-    subprocess.run([str(BIN / "sylvie"), *map(str, args)], check=True, stdout=subprocess.DEVNULL)
+from sylvie.formats.epoch_record import read_metrics
 
 
 class PipeGCNLayer(nn.Module):
@@ -87,13 +79,11 @@ def ours(part: Path, out: Path, parts: int, seed: int, epochs: int, hidden: int,
         train = ["sylvie", "train", "--partition", part, "--out", out, "--seed", seed, "--arch", "sage", "--layers", 3,
                  "--hidden", hidden, "--dropout", 0.5, "--epochs", epochs, "--lr", 0.01, "--weight-decay", 5e-4,
                  "--checkpoint-every", 0, "--no-progress", *flags]
-        env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
-        with open(out.parent / f"{out.name}.log", "w") as log:  # the epoch lines, and any failure's, kept
-            subprocess.run([str(BIN / "sylvie"), "launch", "--ranks", str(parts), "--", *map(str, train)], check=True,
-                           stdout=log, stderr=subprocess.STDOUT, env=env)
-    records = read_jsonl(out / "metrics.jsonl")
-    return {"first_loss": records[0]["loss"], "last_loss": records[-1]["loss"],
-            **{e: records[e - 1]["test_acc"] for e in checkpoints}}
+        # the epoch lines, and any failure's, kept in the log
+        run([BIN / "sylvie", "launch", "--ranks", parts, "--", *train], log=out.parent / f"{out.name}.log")
+    records = read_metrics(out)
+    return {"first_loss": records[0].loss, "last_loss": records[-1].loss,
+            **{e: records[e - 1].test_acc for e in checkpoints}}
 
 
 def main() -> None:
@@ -110,12 +100,9 @@ def main() -> None:
     args = ap.parse_args()
 
     work = Path(args.work)
-    graph, part = work / "graph", work / f"metis-p{args.parts}"
-    if not graph.exists():
-        sylvie("download", "synthetic", "--out", graph, "--nodes", args.graph_nodes, "--avg-degree", args.avg_degree,
-               "--features", 64, "--classes", 16, "--train-fraction", 0.3, "--val-fraction", 0.1)
-    if not part.exists():
-        sylvie("partition", graph, "--out", part, "--parts", args.parts, "--method", "metis")
+    graph, part = synthetic_partition(work, parts=args.parts, method="metis", nodes=args.graph_nodes,
+                                      avg_degree=args.avg_degree, features=64, classes=16, train_fraction=0.3,
+                                      val_fraction=0.1)
     checkpoints = [args.checkpoint, args.epochs]
     configs = {
         "PipeGCN's model, whole graph, 1 process (baseline)": None,
@@ -146,10 +133,7 @@ def main() -> None:
     for name, runs in results.items():
         lines.append(f"| {name} | {cell(runs, 'first_loss')} | {cell(runs, args.checkpoint)} | "
                      f"{cell(runs, args.epochs)} | {cell(runs, 'last_loss')} |")
-    table = "\n".join(lines)
-    print(table)
-    if args.write:
-        write_section(args.write, "convergence-table", table)
+    publish("\n".join(lines), args.write, "convergence-table")
 
 
 if __name__ == "__main__":

@@ -12,13 +12,12 @@ import argparse
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
-from sylvie.launch.process_tree import alive, training_ranks
+from common import BIN, partition, provenance
 
-BIN = Path(sys.executable).parent
+from sylvie.launch.process_tree import alive, training_ranks
 
 
 def _namespaces() -> set[str]:
@@ -49,10 +48,7 @@ def main() -> None:
     ap.add_argument("--faults", default="frozen,cut", help="which faults to time (default: frozen,cut)")
     args = ap.parse_args()
     work = Path(args.workdir)
-    part = work / "p2"
-    if not part.exists():
-        subprocess.run([str(BIN / "sylvie"), "partition", args.dataset, "--out", str(part), "--parts", "2"], check=True,
-                       capture_output=True)
+    part = partition(args.dataset, work / "p2", parts=2)
     train = ["--epochs", "100000000", "--log-every", "100000000", "--no-progress"]
     rows = []
     if "frozen" in args.faults:
@@ -73,6 +69,7 @@ def main() -> None:
     print(f"{'fault':<38} {'to exit':>8} {'procs left':>10} {'netns left':>10}  last line")
     for name, elapsed, left, ns, last in rows:
         print(f"{name:<38} {elapsed:>7.1f}s {left:>10} {ns!s:>10}  {last}")
+    print(f"\n{provenance()}")
 
 
 if __name__ == "__main__":

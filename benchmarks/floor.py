@@ -30,10 +30,8 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import time
-from pathlib import Path
 
 import dgl.ops
 import numba
@@ -41,33 +39,18 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from markdown_section import write_section
+from common import publish, synthetic_partition
 
 from sylvie.comm.halo_exchange import HaloExchange
 from sylvie.comm.halo_plan import HaloPlan
 from sylvie.comm.stats import CommStats
+from sylvie.formats.partition_manifest import read_manifest
 from sylvie.launch.torchrun import plan_geometry, thread_env
 from sylvie.models.blocks import local_block
 from sylvie.models.gnn import GNN
-from sylvie.partition.shard_reader import read_manifest, read_shard
+from sylvie.partition.shard_reader import read_shard
 
 ARCHS = ("gcn", "sage", "gat")
-
-
-def sylvie(*args: str) -> None:
-    subprocess.run([str(Path(sys.executable).parent / "sylvie"), *args], check=True, stdout=subprocess.DEVNULL)
-
-
-def prepare(work: Path, args) -> Path:
-    """The graph and its partition in ``work`` (made once, reused after)."""
-    graph, part = work / "graph", work / f"metis-p{args.parts}"
-    if not (graph / "meta.json").exists():
-        sylvie("download", "synthetic", "--out", str(graph), "--nodes", str(args.nodes), "--avg-degree",
-               str(args.avg_degree), "--features", str(args.features), "--classes", str(args.classes),
-               "--train-fraction", "0.3", "--val-fraction", "0.1")
-    if not (part / "manifest.json").exists():
-        sylvie("partition", str(graph), "--out", str(part), "--parts", str(args.parts), "--method", "metis")
-    return part
 
 
 def schema_default(section: str, key: str):
@@ -285,7 +268,9 @@ def main() -> None:
     threads = args.threads or int(thread_env(plan_geometry(args.parts), None, False, env={})["OMP_NUM_THREADS"])
     torch.set_num_threads(threads)
     numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
-    part = prepare(Path(args.work), args)
+    _, part = synthetic_partition(args.work, parts=args.parts, method="metis", nodes=args.nodes,
+                                  avg_degree=args.avg_degree, features=args.features, classes=args.classes,
+                                  train_fraction=0.3, val_fraction=0.1)
     manifest = read_manifest(part)
     shards = [read_shard(part, k, manifest) for k in range(manifest["num_parts"])]
     rows = []
@@ -312,10 +297,7 @@ def main() -> None:
         s = shards[k]
         lines.append(f"| {k} | {arch} | {s.num_inner:,} + {s.num_halo:,} | " + " | ".join(
             f"{o * 1e3:.1f} | {f * 1e3:.1f} | {o / f:.2f}x" for o, f in times) + " |")
-    text = "\n".join(lines)
-    print(text)
-    if args.write:
-        write_section(args.write, "floor-table", text)
+    publish("\n".join(lines), args.write, "floor-table")
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 import torch
-from markdown_section import write_section
+from common import publish
 
 from sylvie.features.gather_cpu import gather_rows
 from sylvie.features.host_memory import huge_page_table
@@ -190,10 +190,7 @@ def main() -> None:
                          f" | {r['aligned/conventional']:.2f}x |")
     else:
         lines += ["", "No GPU visible: the zero-copy rows are not measured here."]
-    table_md = "\n".join(lines)
-    print(table_md)
-    if args.write:
-        write_section(args.write, "gather-table", table_md)
+    publish("\n".join(lines), args.write, "gather-table")
 
 
 if __name__ == "__main__":

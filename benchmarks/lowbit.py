@@ -15,6 +15,7 @@ import statistics
 import time
 
 import torch
+from common import provenance
 
 from sylvie.comm.lowbit import decode, encode
 from sylvie.comm.lowbit.format import Layout
@@ -82,6 +83,7 @@ def main() -> None:
             m = measure(args.rows, dim, bits, args.device, args.repeats)
             print(f"{dim:>5} {args.rows:>9} {bits:>4} {m['ratio']:>5.1f}x {m['copy']:>7.2f} {m['encode']:>7.2f} "
                   f"{m['decode']:>7.2f} {m['enc/copy']:>8.0%} {m['dec/copy']:>8.0%}")
+    print(f"\n{provenance()}")
 
 
 if __name__ == "__main__":

@@ -13,8 +13,6 @@ onward, and the table gives every round's median and the ratio of the medians ov
 """
 import argparse
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -22,27 +20,13 @@ from pathlib import Path
 import dgl
 import torch
 import torch.nn.functional as F
-from markdown_section import write_section
+from common import publish, synthetic_partition
 
 from sylvie.config import section
 from sylvie.data.graph import load_graph
 from sylvie.partition.shard_reader import read_shard
 from sylvie.runtime.process_group import Context
 from sylvie.train.fullgraph_trainer import FullGraphTrainer
-
-
-def sylvie(*args: str) -> None:
-    subprocess.run([str(Path(sys.executable).parent / "sylvie"), *args], check=True, stdout=subprocess.DEVNULL)
-
-
-def prepare(work: Path, args) -> tuple[Path, Path]:
-    graph, part = work / "graph", work / "metis-p1"
-    if not graph.exists():
-        sylvie("download", "synthetic", "--out", str(graph), "--nodes", str(args.nodes), "--avg-degree",
-               str(args.avg_degree), "--features", str(args.features), "--classes", "16")
-    if not part.exists():
-        sylvie("partition", str(graph), "--out", str(part), "--parts", "1")
-    return graph, part
 
 
 def dgl_epochs(graph_dir: Path, model_cfg, epochs: int, lr: float) -> list[float]:
@@ -78,7 +62,7 @@ def sylvie_epochs(part_dir: Path, model_cfg, epochs: int, lr: float) -> list[flo
     ctx = Context(0, 1, torch.device("cpu"), "gloo")
     trainer = FullGraphTrainer(ctx, shard, model_cfg, section("train", {"lr": lr, "weight_decay": 0.0}),
                                section("comm", {}), seed=0)
-    return [trainer.epoch(e, evaluate=False)["epoch_time"] for e in range(epochs)]
+    return [trainer.epoch(e, evaluate=False).epoch_time for e in range(epochs)]
 
 
 def main() -> None:
@@ -96,7 +80,8 @@ def main() -> None:
     model_cfg = section("model", {"arch": "sage", "hidden": args.hidden, "layers": args.layers, "dropout": 0.5,
                                   "self_loop": False})
     with tempfile.TemporaryDirectory() as tmp:
-        graph_dir, part_dir = prepare(Path(args.work or tmp), args)
+        graph_dir, part_dir = synthetic_partition(Path(args.work or tmp), parts=1, nodes=args.nodes,
+                                                  avg_degree=args.avg_degree, features=args.features, classes=16)
         medians = {"plain DGL": [], "sylvie, 1 rank": []}
         for _ in range(args.rounds):
             medians["plain DGL"].append(statistics.median(dgl_epochs(graph_dir, model_cfg, args.epochs, 0.01)[1:]))
@@ -111,10 +96,7 @@ def main() -> None:
     for name, m in medians.items():
         lines.append(f"| {name} | " + " | ".join(f"{s:.3f}" for s in m) +
                      f" | {statistics.median(m) / base:.2f}x |")
-    text = "\n".join(lines)
-    print(text)
-    if args.write:
-        write_section(args.write, "overhead-table", text)
+    publish("\n".join(lines), args.write, "overhead-table")
 
 
 if __name__ == "__main__":

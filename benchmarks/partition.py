@@ -10,6 +10,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from common import provenance
+
 from sylvie.config import section
 from sylvie.data.graph import save_graph
 from sylvie.data.synthetic import generate_from
@@ -47,6 +49,7 @@ def main() -> None:
     for r in rows:
         cut = f"{100 * r[3]:.1f}%" if len(r) > 3 else ""
         print(f"{r[0]:<26} {r[1]:>9.1f} {r[2]:>12.2f} {cut:>9}")
+    print(f"\n{provenance()}")
 
 
 if __name__ == "__main__":

@@ -14,12 +14,10 @@ same way for both (DGL's from its node map).
 import argparse
 import json
 import os
-import subprocess
 import sys
-import time
 from pathlib import Path
 
-from markdown_section import write_section
+from common import BIN, publish, run, synthetic_graph
 
 DGL_CHILD = r"""
 import json, sys
@@ -44,16 +42,15 @@ print(json.dumps({"cut": float((part[g.src] != part[g.dst]).mean()), "edges": in
 """
 
 
-def measured(cmd: list[str]) -> tuple[float, float, str]:
-    """(seconds, peak RSS in GB, stdout) of one child process."""
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    out = proc.stdout.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode:
-        raise SystemExit(f"{' '.join(cmd[:4])} … exited {proc.returncode}")
-    return time.perf_counter() - t0, usage.ru_maxrss / 2**20, out
+def measured(cmd: list) -> tuple[float, float, str]:
+    """(seconds, peak RSS in GB, output) of one child process."""
+    ran = run(cmd)
+    return ran.seconds, ran.max_rss_kib / 2**20, ran.output
+
+
+def last_json(output: str) -> dict:
+    """The JSON line ``DGL_CHILD`` prints last (DGL's own messages may come around it)."""
+    return json.loads(next(line for line in reversed(output.splitlines()) if line.startswith("{")))
 
 
 def disk_mb(path: Path) -> float:
@@ -69,24 +66,19 @@ def main() -> None:
     ap.add_argument("--work", default="results/bench-partitioners")
     ap.add_argument("--write", help="a Markdown file whose table (between the markers) is replaced")
     args = ap.parse_args()
-    work, bin_dir = Path(args.work), Path(sys.executable).parent
-    graph = work / "graph"
-    if not graph.exists():
-        subprocess.run([str(bin_dir / "sylvie"), "download", "synthetic", "--out", str(graph), "--nodes",
-                        str(args.nodes), "--avg-degree", str(args.avg_degree), "--features", str(args.features),
-                        "--classes", "16"], check=True, stdout=subprocess.DEVNULL)
+    work = Path(args.work)
+    graph = synthetic_graph(work / "graph", nodes=args.nodes, avg_degree=args.avg_degree, features=args.features,
+                            classes=16)
     rows = []
     for parts in args.parts:
         ours = work / f"sylvie-p{parts}"
-        secs, rss, _ = measured([str(bin_dir / "sylvie"), "partition", str(graph), "--out", str(ours), "--parts",
-                                 str(parts)])
+        secs, rss, _ = measured([BIN / "sylvie", "partition", graph, "--out", ours, "--parts", parts])
         manifest = json.loads((ours / "manifest.json").read_text())
         rows.append((parts, "sylvie partition", secs, rss, manifest["edge_cut"] / manifest["num_edges"],
                      disk_mb(ours)))
         theirs = work / f"dgl-p{parts}"
-        secs, rss, out = measured([sys.executable, "-c", DGL_CHILD, str(graph), str(theirs), str(parts)])
-        rows.append((parts, "dgl.distributed.partition_graph", secs, rss, json.loads(out.splitlines()[-1])["cut"],
-                     disk_mb(theirs)))
+        secs, rss, out = measured([sys.executable, "-c", DGL_CHILD, graph, theirs, parts])
+        rows.append((parts, "dgl.distributed.partition_graph", secs, rss, last_json(out)["cut"], disk_mb(theirs)))
         for r in rows[-2:]:
             print(f"{r[0]} parts, {r[1]}: {r[2]:.1f} s, {r[3]:.2f} GB, cut {r[4]:.1%}, {r[5]:.0f} MB", file=sys.stderr)
     lines = [f"synthetic graph {args.nodes:,} nodes, ~{int(args.nodes * args.avg_degree):,} directed edges, "
@@ -94,10 +86,7 @@ def main() -> None:
              "| parts | tool | seconds | peak RSS GB | edge cut | on disk MB |",
              "| --- | --- | --- | --- | --- | --- |"]
     lines += [f"| {p} | {tool} | {s:.1f} | {m:.2f} | {c:.1%} | {d:.0f} |" for p, tool, s, m, c, d in rows]
-    table = "\n".join(lines)
-    print(table)
-    if args.write:
-        write_section(args.write, "partitioners-table", table)
+    publish("\n".join(lines), args.write, "partitioners-table")
 
 
 if __name__ == "__main__":

@@ -14,22 +14,16 @@ validation accuracy of the four, so every configuration reaches it; target, time
 (``sylvie/report/time_to_accuracy.py``, ``plots.py``). The plot goes to ``--plot``.
 """
 import argparse
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
-from markdown_section import write_section
+from common import publish, sylvie, synthetic_partition
 
 from sylvie.bench.cluster_run import train_on_cluster
 from sylvie.report.plots import plot_accuracy_over_time
 from sylvie.report.run_output import RunOutput
 from sylvie.report.time_to_accuracy import accuracy_over_time, accuracy_target, time_to_accuracy
-
-
-def sylvie(*args: str) -> None:
-    subprocess.run([str(Path(sys.executable).parent / "sylvie"), *map(str, args)], check=True,
-                   stdout=subprocess.DEVNULL)
 
 
 def main() -> None:
@@ -49,13 +43,10 @@ def main() -> None:
     args = ap.parse_args()
 
     work = Path(args.work)
-    graph, part, vip = work / "graph", work / f"metis-p{args.nodes}", work / f"vip-b{args.batch_size}"
+    vip = work / f"vip-b{args.batch_size}"
     sampling = ["--mode", "sampled", "--fanouts", "10", "10", "10", "--batch-size", str(args.batch_size)]
-    if not graph.exists():
-        sylvie("download", "synthetic", "--out", graph, "--nodes", args.graph_nodes, "--avg-degree", args.avg_degree,
-               "--features", args.features, "--classes", "16", "--train-fraction", "0.3", "--val-fraction", "0.1")
-    if not part.exists():
-        sylvie("partition", graph, "--out", part, "--parts", args.nodes)
+    _, part = synthetic_partition(work, parts=args.nodes, nodes=args.graph_nodes, avg_degree=args.avg_degree,
+                                  features=args.features, classes=16, train_fraction=0.3, val_fraction=0.1)
     if not vip.exists():
         sylvie("vip", part, "--out", vip, *sampling[2:], "--no-progress")
     model = ["--arch", "sage", "--layers", "3", "--hidden", str(args.hidden), "--no-self-loop", "--checkpoint-every",
@@ -88,17 +79,14 @@ def main() -> None:
         seconds, val = accuracy_over_time(outputs)
         to_target, best = time_to_accuracy(outputs, target), int(np.nanargmax(val))
         test = outputs[0].series("test_acc")[best]
-        per_epoch = float(np.median([r["epoch_time"] for r in records[1:] or records]))
-        mb = float(np.median([r["bytes_sent"] for r in records])) / 1e6
+        per_epoch = float(np.median([r.epoch_time for r in records[1:] or records]))
+        mb = float(np.median([r.bytes_sent for r in records])) / 1e6
         reached = (f"{to_target:.1f} | {int(np.searchsorted(seconds, to_target)) + 1}" if not np.isnan(to_target)
                    else "not reached | -")
         lines.append(f"| {name} | {per_epoch:.2f} | {reached} | {val[best]:.2%} | {test:.2%} | {mb:.1f} |")
     plot_accuracy_over_time(runs, args.plot,
                             xlabel=f"seconds of training on {args.nodes} emulated nodes at {args.rate}")
-    table = "\n".join(lines)
-    print(table)
-    if args.write:
-        write_section(args.write, "regimes-table", table)
+    publish("\n".join(lines), args.write, "regimes-table")
 
 
 if __name__ == "__main__":

@@ -21,17 +21,15 @@ a 24 GB machine).
 import argparse
 import json
 import os
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
-from markdown_section import write_section
-from partitioners import DGL_CHILD, disk_mb
+from common import BIN, publish, run
+from partitioners import DGL_CHILD, disk_mb, last_json
 
 PRODUCTS_NODES = 2_449_029
-BIN = Path(sys.executable).parent
+STAGE_TIMEOUT_S = 12 * 3600  # a bound per stage: the full scale takes hours on 2 cores
 SAGE = ["--arch", "sage", "--layers", "3", "--hidden", "64", "--no-self-loop", "--epochs", "1", "--checkpoint-every",
         "0", "--no-progress"]
 SAMPLING = ["--fanouts", "15", "10", "5", "--batch-size", "1024"]
@@ -40,24 +38,14 @@ SAMPLING = ["--fanouts", "15", "10", "5", "--batch-size", "1024"]
 def measured(cmd: list, log: Path) -> tuple[float, float]:
     """(seconds, peak GB) of one command: the largest summed PSS of its process tree, sampled every 0.2 s, or the
     command's own peak RSS from the kernel if larger (a one-process stage). Its output goes to ``log``."""
-    t0 = time.perf_counter()
-    with open(log, "w") as out:
-        proc = subprocess.Popen([str(c) for c in cmd], stdout=out, stderr=subprocess.STDOUT)
-        root, peak = psutil.Process(proc.pid), 0
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            try:
-                tree = [root] + root.children(recursive=True)
-                peak = max(peak, sum(_pss(p) for p in tree))
-            except psutil.Error:  # a process ended between listing and reading
-                pass
-            time.sleep(0.2)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode:
-        raise SystemExit(f"{' '.join(map(str, cmd[:4]))} … exited {proc.returncode}; see {log}")
-    return time.perf_counter() - t0, max(peak, usage.ru_maxrss * 1024) / 1e9
+    ran = run(cmd, log=log, timeout_s=STAGE_TIMEOUT_S, sample=_tree_pss, sample_every_s=0.2)
+    return ran.seconds, max(ran.peak_sample, ran.max_rss_kib * 1024) / 1e9
+
+
+def _tree_pss(pid: int) -> int:
+    """The summed PSS of process ``pid`` and its descendants (raises psutil.Error if one ends meanwhile)."""
+    root = psutil.Process(pid)
+    return sum(_pss(p) for p in [root] + root.children(recursive=True))
 
 
 def _pss(p: psutil.Process) -> int:
@@ -99,7 +87,7 @@ def dgl_side_by_side(work: Path) -> list[tuple]:
     rows = [("sylvie partition", secs, rss, manifest["edge_cut"] / manifest["num_edges"], disk_mb(ours))]
     log = work / "dgl.log"
     secs, rss = measured([sys.executable, "-c", DGL_CHILD, graph, theirs, 4], log)
-    cut = json.loads(log.read_text().strip().splitlines()[-1])["cut"]
+    cut = last_json(log.read_text())["cut"]
     rows.append(("dgl.distributed.partition_graph", secs, rss, cut, disk_mb(theirs)))
     return rows
 
@@ -137,18 +125,13 @@ def main() -> None:
         growth = (f"{results[hi][name][0] / results[lo][name][0]:.2f}x / "
                   f"{results[hi][name][1] / results[lo][name][1]:.2f}x") if hi != lo else "-"
         lines.append(f"| {name} | {cells} | {growth} |")
-    text = "\n".join(lines)
-    print(text)
+    publish("\n".join(lines), args.write, "scale-table")
     if args.dgl:
         rows = dgl_side_by_side(Path(args.work) / f"x{lo:g}")
         dgl_lines = [f"Partitioners on the x{lo:g} graph, 4 parts:", "",
                      "| tool | seconds | peak RSS GB | edge cut | on disk MB |", "| --- | --- | --- | --- | --- |"]
         dgl_lines += [f"| {t} | {s:.1f} | {r:.2f} | {c:.1%} | {d:.0f} |" for t, s, r, c, d in rows]
-        print("\n".join(dgl_lines))
-    if args.write:
-        write_section(args.write, "scale-table", text)
-        if args.dgl:
-            write_section(args.write, "scale-partitioners", "\n".join(dgl_lines))
+        publish("\n".join(dgl_lines), args.write, "scale-partitioners")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-# Paths shared by the rules, derived from the resolved runs.
+# Paths shared by the rules, derived from the resolved runs; how a run's ranks are launched.
+from types import SimpleNamespace
 
 
 def run_dirs():
@@ -45,11 +46,6 @@ def geometry(run_name):
     return plan_geometry(RUNS[run_name].partition.parts, **LAUNCH, where=f"run {run_name} with config launch")
 
 
-def slurm_resource(name):
-    """Resource ``name`` of a training job for the Slurm executor (None = not requested)."""
-    return lambda wc: slurm_resources(geometry(wc.run))[name]
-
-
 for _name in RUNS:  # a `launch` that cannot place a run stops the pipeline at start, naming the run
     geometry(_name)
 
@@ -69,16 +65,64 @@ def evaluate_inputs(wc):
     return {"model": f"results/{wc.run}/seed{wc.seed}/model.pt", "data": data}
 
 
-def evaluate_command(wc, input, output, threads):
+def evaluate_command(wildcards, input, output, threads, resources):
     """`sylvie evaluate` in one process, or its ranks started like training's (`sylvie launch`)."""
-    if not partitioned_evaluation(wc.run):
+    if not partitioned_evaluation(wildcards.run):
         return f"sylvie evaluate --dataset {input.data} --model {input.model} --out {output}"
-    g = geometry(wc.run)
-    return (f"sylvie launch --watch-pid $PPID --ranks {RUNS[wc.run].partition.parts} --nodes {g.nodes} "
-            f"--gpus-per-node {g.gpus_per_node} --cpus-per-rank {g.cpus_per_rank} --threads {threads} -- "
-            f"sylvie evaluate --partition {input.data} --model {input.model} --out {output}")
+    return launch_line(wildcards, threads, resources) + (
+        f"sylvie evaluate --partition {input.data} --model {input.model} --out {output}")
 
 
-def evaluate_slurm_resource(name):
-    """Resource ``name`` of an evaluate job: a training job's when partition-parallel, else none requested."""
-    return lambda wc: slurm_resources(geometry(wc.run))[name] if partitioned_evaluation(wc.run) else None
+# --- Starting a run's ranks: train, and evaluate when partition-parallel. One place for the launch line and for what a
+# Slurm job of it requests; the launch line reads the job's resources, so that a `--set-resources` override of
+# `nodes` changes the allocation and the launch together.
+
+# `sylvie launch` here is torchrun --standalone with the rule's threads split among the ranks; in a Slurm job, srun of
+# one torchrun per node with c10d rendezvous on the first (sylvie/launch/torchrun.py). $PPID is the Snakemake that
+# runs the rule's shell: if it is killed, the ranks stop instead of running on as orphans.
+LAUNCH_LINE = (
+    "sylvie launch --watch-pid $PPID --ranks {params.parts} --nodes {resources.nodes} --gpus-per-node "
+    "{resources.gpus_per_node} --cpus-per-rank {resources.cpus_per_rank} --threads {threads} -- "
+)
+
+# what the Slurm executor reads (nodes, tasks, cpus_per_task, mpi, gres, gpu, tasks_per_gpu), then what the launch
+# line reads
+LAUNCH_RESOURCES = [*slurm_resources(plan_geometry(1)), "gpus_per_node", "cpus_per_rank"]
+
+
+def launched(command):
+    """A rule's shell: ``command`` (a template) run as the ranks of a run; the rule gives ``params.parts`` (its ranks)
+    and ``launch_resources()``."""
+    return LAUNCH_LINE + command
+
+
+def launch_line(wildcards, threads, resources):
+    """The launch line of `launched`, filled in (for a command built in a params function)."""
+    parts = SimpleNamespace(parts=RUNS[wildcards.run].partition.parts)
+    return LAUNCH_LINE.format(params=parts, resources=resources, threads=threads)
+
+
+def launch_resources(when=None):
+    """The resources of a job that starts the ranks of its run (`wildcards.run`), placed by config `launch` (one
+    task, torchrun, per node); None (not requested) for a run where ``when(run)`` is false."""
+
+    def resource(name):
+        def value(wildcards):
+            if when is not None and not when(wildcards.run):
+                return None
+            g = geometry(wildcards.run)
+            return {**slurm_resources(g), "gpus_per_node": g.gpus_per_node, "cpus_per_rank": g.cpus_per_rank}[name]
+
+        return value
+
+    return {name: resource(name) for name in LAUNCH_RESOURCES}
+
+
+# --- The software of every job: the environment Snakemake runs in (.venv, or on GPU clusters the conda environment
+# `sylvie` built once from environment.yml with this checkout installed into it: README, Installation notes), never
+# a conda environment Snakemake builds itself: one built from environment.yml would lack `sylvie` and, built once per
+# version of the file, would run an old checkout's code. Each of the rules says so with `conda: no_conda_env` (None:
+# with or without --use-conda the job runs in the current environment), which is also the software definition
+# `snakemake --lint` asks of each.
+def no_conda_env(wildcards):
+    return None

@@ -5,8 +5,10 @@ rule download:
         options=lambda wc: cli_arguments("dataset", dataset_options(config, wc.dataset)),
     log:
         "logs/download/{dataset}.log",
+    benchmark:
+        "results/benchmarks/download/{dataset}.tsv"
     localrule: True
     conda:
-        "../../environment.yml"
+        no_conda_env
     shell:
         "sylvie download {wildcards.dataset} --out {output} {params.options} > {log} 2>&1"

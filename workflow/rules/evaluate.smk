@@ -9,18 +9,14 @@ rule evaluate:
         command=evaluate_command,
     threads: lambda wc: RUNS[wc.run].partition.parts if partitioned_evaluation(wc.run) else 1
     resources:
-        # partition-parallel: placed like the run's training job (sylvie launch, one torchrun per node)
-        nodes=evaluate_slurm_resource("nodes"),
-        tasks=evaluate_slurm_resource("tasks"),
-        cpus_per_task=evaluate_slurm_resource("cpus_per_task"),
-        mpi=evaluate_slurm_resource("mpi"),
-        gres=evaluate_slurm_resource("gres"),
-        gpu=evaluate_slurm_resource("gpu"),
-        tasks_per_gpu=evaluate_slurm_resource("tasks_per_gpu"),
+        # partition-parallel: placed and launched like the run's training job; whole graph: nothing requested
+        **launch_resources(when=partitioned_evaluation),
     log:
         "logs/evaluate/{run}/seed{seed}.log",
+    benchmark:
+        "results/benchmarks/evaluate/{run}/seed{seed}.tsv"
     conda:
-        "../../environment.yml"
+        no_conda_env
     shell:
         # whole graph: one process; partition-parallel: as training, $PPID is the Snakemake that runs this shell
         "{params.command} > {log} 2>&1"

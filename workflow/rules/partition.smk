@@ -9,8 +9,10 @@ rule partition:
         pseed=r"\d+",
     log:
         "logs/partition/{dataset}/{method}-p{parts}-s{pseed}.log",
+    benchmark:
+        "results/benchmarks/partition/{dataset}/{method}-p{parts}-s{pseed}.tsv"
     conda:
-        "../../environment.yml"
+        no_conda_env
     shell:
         "sylvie partition {input} --out {output} --parts {wildcards.parts} --method {wildcards.method} "
         "--seed {wildcards.pseed} > {log} 2>&1"

@@ -14,7 +14,9 @@ rule report:
         title=REPORT["title"],
     log:
         "logs/report.log",
+    benchmark:
+        "results/benchmarks/report.tsv"
     conda:
-        "../../environment.yml"
+        no_conda_env
     shell:
         "sylvie report {params.runs} --out results/report --title {params.title:q} > {log} 2>&1"

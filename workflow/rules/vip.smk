@@ -11,8 +11,10 @@ rule vip:
         fanouts=lambda wc: wc.fanouts.replace("-", " "),
     log:
         "logs/vip/{dataset}/{partition}/f{fanouts}-b{batch}.log",
+    benchmark:
+        "results/benchmarks/vip/{dataset}/{partition}/f{fanouts}-b{batch}.tsv"
     conda:
-        "../../environment.yml"
+        no_conda_env
     shell:
         "sylvie vip {input} --out {output} --fanouts {params.fanouts} --batch-size {wildcards.batch} "
         "--no-progress > {log} 2>&1"
