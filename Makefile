@@ -38,9 +38,11 @@ slurm-up:
 slurm-down:
 	workflow/scripts/slurm-local-down.sh
 
-# Everything (what CI runs): lint first, then every tier.
+# Everything (what CI runs): lint first, then every tier, in TEST_WORKERS processes (pytest-xdist; each test module
+# runs whole in one of them, so that its set-up is made once); --durations lists the slowest tests.
+TEST_WORKERS ?= 2
 test: lint
-	$(BIN)/python -m pytest -q -rs --durations=12 tests
+	$(BIN)/python -m pytest -q -rs --durations=12 -n $(TEST_WORKERS) --dist loadscope tests
 
 # The fast loop, after every edit: the unit tier (in-process, no torchrun), under a minute.
 check: $(STAMP)

@@ -90,15 +90,46 @@ def repo_copy(tmp_path):
     return copy_repo(tmp_path / "repo")
 
 
+def _runs_slurm_tests(names) -> bool:
+    return os.geteuid() == 0 and any(Path(str(n).split("::")[0]).name == "test_slurm.py" for n in names)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def slurm_pipeline(request, tmp_path_factory):
     """tests/test_slurm.py's pipeline on a local Slurm, started in the background when the session begins (it
-    waits on Slurm's polling far more than it computes), if those tests are selected and this is root."""
-    if os.geteuid() != 0 or not any(item.path.name == "test_slurm.py" for item in request.session.items):
+    waits on Slurm's polling far more than it computes), if those tests are selected and this is root. Under
+    pytest-xdist the controller starts it (below) and a worker reads what it recorded."""
+    if not _runs_slurm_tests(item.path for item in request.session.items):
         yield None
+        return
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        from local_slurm import RecordedSlurmRun
+
+        yield RecordedSlurmRun(tmp_path_factory.getbasetemp().parent / "slurm" / "state.json")
         return
     from local_slurm import SlurmPipelineRun
 
     background = SlurmPipelineRun(tmp_path_factory.mktemp("slurm")).start()
     yield background
     background.stop()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node, ids):
+    """pytest-xdist's controller, once the first worker has collected: start the Slurm pipeline once for the whole
+    session (not once per worker), recording its outcome in <basetemp>/slurm/state.json for the worker that runs
+    tests/test_slurm.py."""
+    config = node.config
+    if getattr(config, "_slurm_pipeline", None) is not None or not _runs_slurm_tests(ids):
+        return
+    from local_slurm import SlurmPipelineRun
+
+    workdir = config._tmp_path_factory.getbasetemp() / "slurm"
+    workdir.mkdir(exist_ok=True)
+    config._slurm_pipeline = SlurmPipelineRun(workdir, state_file=workdir / "state.json").start()
+
+
+def pytest_unconfigure(config):
+    background = getattr(config, "_slurm_pipeline", None)
+    if background is not None:
+        background.stop()

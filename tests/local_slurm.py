@@ -8,11 +8,13 @@ the beginning of the session and it runs while the CPU-bound tests do. Every wai
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 from conftest import BIN, REPO, copy_repo, venv_env
@@ -55,8 +57,9 @@ class SlurmPipelineRun:
     -> scontrol fields), ``skip_reason`` (Slurm cannot be installed here), ``leftover`` (daemons still running
     after the stop script)."""
 
-    def __init__(self, workdir: Path):
+    def __init__(self, workdir: Path, state_file: Path | None = None):
         self.repo = workdir / "repo"
+        self.state_file = state_file  # where the outcome is written when the run ends (RecordedSlurmRun reads it)
         self.logs: list[str] = []
         self.jobs: dict[int, dict] = {}
         self.skip_reason: str | None = None
@@ -116,6 +119,16 @@ class SlurmPipelineRun:
             self.error = e
         finally:
             self.stop()
+            if self.state_file is not None:
+                self._save()
+
+    def _save(self) -> None:
+        state = {"repo": str(self.repo), "logs": self.logs, "jobs": {str(j): job for j, job in self.jobs.items()},
+                 "skip_reason": self.skip_reason, "leftover": self.leftover,
+                 "error": None if self.error is None else f"{type(self.error).__name__}: {self.error}"}
+        tmp = self.state_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(state))
+        os.replace(tmp, self.state_file)
 
     def stop(self) -> None:
         """Stop snakemake if it still runs, then the daemons; records any daemon left behind. Idempotent."""
@@ -129,3 +142,25 @@ class SlurmPipelineRun:
         left = [subprocess.run(["pgrep", "-a", "-x", name], capture_output=True, text=True).stdout.strip()
                 for name in ("slurmctld", "slurmd", "slurmstepd")]
         self.leftover = "\n".join(x for x in left if x) or None
+
+
+class RecordedSlurmRun:
+    """The outcome of a SlurmPipelineRun started by another process (the pytest-xdist controller, see conftest.py),
+    read from its state file once the run has ended: the same attributes."""
+
+    def __init__(self, state_file: Path):
+        self.state_file = state_file
+
+    def wait(self, timeout_s: float = 1800) -> RecordedSlurmRun:
+        deadline = time.monotonic() + timeout_s
+        while not self.state_file.exists():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the Slurm pipeline did not finish in {timeout_s:.0f} s ({self.state_file})")
+            time.sleep(1)
+        state = json.loads(self.state_file.read_text())
+        if state["error"]:
+            raise AssertionError(f"the Slurm pipeline failed: {state['error']}")
+        self.repo, self.logs, self.skip_reason, self.leftover = (Path(state["repo"]), state["logs"],
+                                                                 state["skip_reason"], state["leftover"])
+        self.jobs = {int(j): job for j, job in state["jobs"].items()}
+        return self

@@ -58,12 +58,30 @@ def reference_steps(graph, arch, states):
     return losses, grads
 
 
-@pytest.mark.parametrize(("arch", "parts"), [(a, p) for a in ("gcn", "sage") for p in (1, 2, 4)]
-                         + [("gat", 1), ("gat", 2)])
-def test_partitioned_training_matches_whole_graph_dgl(arch, parts, cora_dir, cora_partitions, tmp_path):
-    out = tmp_path / "steps.pt"
-    torchrun(parts, REPO / "tests" / "workers" / "exactness_worker.py", cora_partitions[parts], arch, out)
-    ours = torch.load(out)
+CASES = [(a, p) for a in ("gcn", "sage") for p in (1, 2, 4)] + [("gat", 1), ("gat", 2)]
+
+
+@pytest.fixture(scope="module")
+def our_steps(cora_partitions, tmp_path_factory):
+    """parts -> arch -> what the worker saved: the archs of every case with that many parts trained in one launch
+    (one after another in the same ranks), when a test first asks for that part count."""
+    done = {}
+
+    def steps(parts):
+        if parts not in done:
+            out = tmp_path_factory.mktemp(f"steps-p{parts}")
+            archs = [a for a, p in CASES if p == parts]
+            torchrun(parts, REPO / "tests" / "workers" / "exactness_worker.py", cora_partitions[parts], ",".join(archs),
+                     out)
+            done[parts] = {a: torch.load(out / f"{a}.pt") for a in archs}
+        return done[parts]
+
+    return steps
+
+
+@pytest.mark.parametrize(("arch", "parts"), CASES)
+def test_partitioned_training_matches_whole_graph_dgl(arch, parts, cora_dir, our_steps):
+    ours = our_steps(parts)[arch]
     assert len(ours["states"]) == 3
     ref_losses, ref_grads = reference_steps(load_graph(cora_dir), arch, ours["states"])
     torch.testing.assert_close(torch.tensor(ours["losses"], dtype=torch.float64),

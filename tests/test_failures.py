@@ -29,14 +29,19 @@ def start_launch(part_dir, out, *train_args, extra=()):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=venv_env())
 
 
+# a run that trains until it is stopped, with a checkpoint after every epoch: wait_for_epochs sees it inside them
+FOREVER = ("--epochs", "1000000", "--log-every", "100000", "--checkpoint-every", "1")
+
+
 def wait_for_epochs(out, ranks=2, timeout=120):
+    """Until every rank runs and the first epoch has ended (its checkpoint is written): past start-up, inside the
+    epochs."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if len(rank_pids(out)) == ranks and (Path(out) / "train.lock").exists():
-            time.sleep(3)  # past start-up, inside the epochs
+        if len(rank_pids(out)) == ranks and (Path(out) / "checkpoints" / "last.pt").exists():
             return
-        time.sleep(0.2)
-    raise AssertionError("the ranks never started")
+        time.sleep(0.1)
+    raise AssertionError("the ranks never started their epochs")
 
 
 @pytest.mark.slow
@@ -114,7 +119,7 @@ def test_a_failed_collective_is_recorded_as_a_communication_error(tmp_path):
 @pytest.mark.slow
 def test_a_rank_killed_by_a_signal_is_named_last(cora_partitions, tmp_path):
     out = tmp_path / "run"
-    proc = start_launch(cora_partitions[2], out, "--epochs", "1000000", "--log-every", "100000")
+    proc = start_launch(cora_partitions[2], out, *FOREVER)
     try:
         wait_for_epochs(out)
         pid = rank_pids(out)[1]
@@ -165,7 +170,7 @@ def test_a_bad_flag_under_the_launcher_is_named_last(cora_partitions, tmp_path):
 @pytest.mark.slow
 def test_a_frozen_rank_fails_the_run_within_the_timeout(cora_partitions, tmp_path):
     out = tmp_path / "run"
-    proc = start_launch(cora_partitions[2], out, "--epochs", "1000000", "--timeout", "10", "--log-every", "100000")
+    proc = start_launch(cora_partitions[2], out, *FOREVER, "--timeout", "10")
     try:
         wait_for_epochs(out)
         pids = rank_pids(out)
@@ -189,7 +194,7 @@ def test_a_frozen_rank_fails_the_run_within_the_timeout(cora_partitions, tmp_pat
 def test_ranks_die_with_their_launcher(cora_partitions, tmp_path, how):
     out = tmp_path / "run"
     parent = subprocess.Popen(["sleep", "600"])
-    proc = start_launch(cora_partitions[2], out, "--epochs", "1000000", "--log-every", "100000",
+    proc = start_launch(cora_partitions[2], out, *FOREVER,
                         extra=("--watch-pid", str(parent.pid)))
     try:
         wait_for_epochs(out)
@@ -214,7 +219,7 @@ def test_ranks_die_with_their_launcher(cora_partitions, tmp_path, how):
 @pytest.mark.slow
 def test_a_second_training_on_the_same_directory_fails_at_once(cora_partitions, tmp_path):
     out = tmp_path / "run"
-    first = start_launch(cora_partitions[2], out, "--epochs", "1000000", "--log-every", "100000")
+    first = start_launch(cora_partitions[2], out, *FOREVER)
     try:
         wait_for_epochs(out)
         t0 = time.monotonic()

@@ -7,7 +7,8 @@ import torch
 from scipy.stats import spearmanr
 
 from sylvie.data.graph import load_graph
-from sylvie.partition.shard_reader import read_manifest, read_shard, read_topology
+from sylvie.formats.partition_manifest import read_manifest
+from sylvie.partition.shard_reader import read_shard, read_topology
 from sylvie.sampling.vip import edge_destinations, vertex_inclusion_probability
 
 
@@ -37,7 +38,7 @@ def test_a_partition_without_topology_is_a_clear_error(cora_partitions, tmp_path
     import shutil
 
     from sylvie.errors import SylvieError
-    from sylvie.partition.shard_format import manifest_checksum
+    from sylvie.formats.partition_manifest import manifest_checksum
 
     old = tmp_path / "old"
     shutil.copytree(cora_partitions[2], old)
@@ -50,21 +51,31 @@ def test_a_partition_without_topology_is_a_clear_error(cora_partitions, tmp_path
         read_topology(old)
 
 
-def _measured_inclusion(topo, train, batch, fanouts, batches, seed):
-    """How often each vertex is sampled as a neighbour (any hop) by DGL's NeighborSampler(fanouts)."""
-    dst = edge_destinations(topo.in_indptr)
-    g = dgl.graph((torch.tensor(topo.in_src), torch.tensor(dst)), num_nodes=topo.num_nodes)
+def _measured_inclusion(topo, train, batch, fanouts, batches, seed, per_call=50):
+    """How often each vertex is sampled as a neighbour (any hop) by DGL's NeighborSampler(fanouts). The minibatches
+    are drawn ``per_call`` at a time, each on its own copy of the graph (a disjoint union of copies): the sampler
+    draws every destination's neighbours independently, so each copy's minibatch is sampled as if alone, in one call
+    instead of ``per_call``. DGL samples with one thread here, as the sampled trainer does: OpenMP threads that wait
+    for each other on a busy machine made 2,000 calls take minutes."""
+    dst, n = edge_destinations(topo.in_indptr), topo.num_nodes
+    copies = np.arange(min(per_call, batches))[:, None] * n
+    g = dgl.graph((torch.tensor((topo.in_src + copies).ravel()), torch.tensor((dst + copies).ravel())),
+                  num_nodes=n * len(copies))
     sampler = dgl.dataloading.NeighborSampler(fanouts)
     rng = np.random.default_rng(seed)
-    counts = np.zeros(topo.num_nodes)
-    for _ in range(batches):
-        seeds = torch.tensor(rng.choice(train, size=min(batch, len(train)), replace=False))
-        _, _, blocks = sampler.sample_blocks(g, seeds)
-        hit = np.zeros(topo.num_nodes, dtype=bool)
-        for block in blocks:
-            src, _ = block.edges()
-            hit[block.srcdata[dgl.NID][src].numpy()] = True
-        counts += hit
+    counts = np.zeros(n)
+    threads = dgl.utils.get_num_threads()
+    dgl.utils.set_num_threads(1)
+    try:
+        for first in range(0, batches, len(copies)):
+            k = min(len(copies), batches - first)
+            seeds = np.concatenate([rng.choice(train, size=min(batch, len(train)), replace=False) + copies[i, 0]
+                                    for i in range(k)])
+            _, _, blocks = sampler.sample_blocks(g, torch.tensor(seeds))
+            hit = np.unique(np.concatenate([block.srcdata[dgl.NID][block.edges()[0]].numpy() for block in blocks]))
+            counts += np.bincount(hit % n, minlength=n)  # (copy, vertex) pairs, each once: once per minibatch
+    finally:
+        dgl.utils.set_num_threads(threads)
     return counts / batches
 
 
