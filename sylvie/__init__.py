@@ -7,7 +7,8 @@ of the graph), ``comm`` (Sylvie: halo exchange, Low-bit Module, staleness), ``sa
 (SALIENT++: minibatches, VIP cache; PyTorch-Direct: the zero-copy feature store), ``models`` (GNN layers over
 blocks). ``launch`` starts and supervises ranks; ``formats`` owns every file the stages hand each other; ``bench``
 emulates a bandwidth-limited cluster. Base modules: ``config`` (schema-checked typed sections), ``errors``,
-``atomic`` (atomic writes), ``output_dir`` (which directories a stage may replace).
+``atomic`` (atomic writes), ``output_dir`` (which directories a stage may replace), ``arrow_arrays``
+(Arrow columns as numpy arrays without importing pandas).
 """
 import os
 

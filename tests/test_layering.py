@@ -25,7 +25,7 @@ AREAS = {
     "sylvie.comm.lowbit.format": "kernels", "sylvie.comm.lowbit.scalar": "kernels", "sylvie.comm.lowbit.cpu": "kernels",
     "sylvie.comm.lowbit.cuda": "kernels", "sylvie.models": "models",
     "sylvie.partition": "partition", "sylvie.data": "data", "sylvie.formats": "formats",
-    "sylvie.errors": "base", "sylvie.atomic": "base", "sylvie.output_dir": "base",
+    "sylvie.errors": "base", "sylvie.atomic": "base", "sylvie.arrow_arrays": "base", "sylvie.output_dir": "base",
     "sylvie.config": "base", "sylvie": "base",
 }
 # Which areas each area may import (besides itself).

@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
+from sylvie.arrow_arrays import as_numpy
 from sylvie.atomic import atomic_path, read_json
 from sylvie.errors import SylvieError
 from sylvie.formats.splits import SPLITS
@@ -195,7 +196,7 @@ def _column(table: pa.Table, name: str) -> np.ndarray:
     chunks = [c.flatten() if pa.types.is_fixed_size_list(c.type) else c for c in table.column(name).chunks]
     if not chunks:
         return table.column(name).to_numpy()
-    return np.concatenate([c.to_numpy(zero_copy_only=False) for c in chunks])
+    return np.concatenate([as_numpy(c) for c in chunks])
 
 
 _META_FIELDS = {"num_classes": int, "fingerprint": str}  # what reading a graph needs of meta.json, and its type

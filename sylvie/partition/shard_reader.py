@@ -9,6 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
+from sylvie.arrow_arrays import as_numpy
 from sylvie.errors import SylvieError
 from sylvie.formats.partition_manifest import read_manifest
 from sylvie.partition.shard_format import (
@@ -55,9 +56,8 @@ def read_shard(part_dir: str | Path, part: int, manifest: dict | None = None) ->
     entry = manifest["parts"][part]
     path = part_dir / entry["file"]
     batch = _verified_batch(path, entry["sha256"], "shard", shard_schema(manifest["num_features"]))
-    cols = {name: batch.column(name).values for name in INT_COLUMNS + MASK_COLUMNS}
-    arrays = {name: a.to_numpy(zero_copy_only=False) for name, a in cols.items()}
-    feat = batch.column("feat").values.flatten().to_numpy().reshape(-1, manifest["num_features"])
+    arrays = {name: as_numpy(batch.column(name).values) for name in INT_COLUMNS + MASK_COLUMNS}
+    feat = as_numpy(batch.column("feat").values.flatten()).reshape(-1, manifest["num_features"])
     shard = Shard(part=part, num_parts=manifest["num_parts"], num_classes=manifest["num_classes"],
                   num_train_global=manifest["num_train"], feat=feat, **arrays)
     _check_counts(path, entry, shard)
@@ -78,7 +78,7 @@ def read_topology(part_dir: str | Path, manifest: dict | None = None) -> Topolog
                           f"`sylvie vip` need; an older `sylvie partition` wrote it: rerun `sylvie partition`")
     path = part_dir / entry["file"]
     batch = _verified_batch(path, entry["sha256"], "topology file", topology_schema())
-    cols = {name: batch.column(name).values.to_numpy(zero_copy_only=False) for name in TOPOLOGY_COLUMNS}
+    cols = {name: as_numpy(batch.column(name).values) for name in TOPOLOGY_COLUMNS}
     topo = Topology(**cols, part_offsets=np.asarray(entry["part_offsets"], dtype=np.int64))
     if topo.num_nodes != manifest["num_nodes"] or topo.in_src.shape[0] != manifest["num_edges"]:
         raise SylvieError(f"{path}: {topo.num_nodes} nodes and {topo.in_src.shape[0]} edges, the manifest says "

@@ -28,6 +28,7 @@ from sylvie.models import build_model
 from sylvie.partition.shard_format import Shard
 from sylvie.runtime.process_group import Context
 from sylvie.runtime.rank_graph import RankGraph
+from sylvie.train.adam import Adam
 from sylvie.train.log_line import format_epoch
 from sylvie.train.step import ModelStep
 
@@ -53,7 +54,7 @@ class FullGraphTrainer:
         self.num_train_global = shard.num_train_global
         torch.manual_seed(seed)  # identical initial weights on every rank
         self.model = build_model(model, shard.feat.shape[1], shard.num_classes).to(dev)
-        self.opt = torch.optim.Adam(self.model.parameters(), lr=train.lr, weight_decay=train.weight_decay)
+        self.opt = Adam(self.model.parameters(), lr=train.lr, weight_decay=train.weight_decay)
         self.step = ModelStep(self.model, self.opt, seed, ctx.world, ctx.rank, train.lr)
 
     def _adaptor(self, start: int) -> BoundedStalenessAdaptor:

@@ -40,6 +40,7 @@ from sylvie.sampling.neighbor_sampler import (
 )
 from sylvie.sampling.pipeline import SamplingPipeline
 from sylvie.sampling.vip import iterations_per_epoch
+from sylvie.train.adam import Adam
 from sylvie.train.log_line import format_epoch
 from sylvie.train.sampled_batches import BatchPreparer, PreparedBatch
 from sylvie.train.step import ModelStep
@@ -96,7 +97,7 @@ class SampledTrainer:
         self.preparer = BatchPreparer(self.sampler, self.features)
         torch.manual_seed(seed)  # identical initial weights on every rank
         self.model = build_model(model, shard.feat.shape[1], shard.num_classes).to(ctx.device)
-        self.opt = torch.optim.Adam(self.model.parameters(), lr=train.lr, weight_decay=train.weight_decay)
+        self.opt = Adam(self.model.parameters(), lr=train.lr, weight_decay=train.weight_decay)
         self.step = ModelStep(self.model, self.opt, seed, world, rank, train.lr)
 
     def _select_cache(self, topology: Topology, offsets: np.ndarray, train_ids: np.ndarray,

@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from sylvie.comm.stats import CommStats
 from sylvie.errors import SylvieError
 from sylvie.runtime.process_group import all_reduce_sum
+from sylvie.train.adam import Adam
 
 
 class TrainingDiverged(SylvieError):
@@ -99,7 +100,7 @@ class ModelStep:
     """One optimisation step of ``model`` with ``opt``, the same for both trainers. ``stats`` times the gradient
     all-reduce."""
 
-    def __init__(self, model: torch.nn.Module, opt: torch.optim.Optimizer, seed: int, world: int, rank: int,
+    def __init__(self, model: torch.nn.Module, opt: Adam, seed: int, world: int, rank: int,
                  lr: float):
         self.model, self.opt, self.seed, self.world, self.rank, self.lr = model, opt, seed, world, rank, lr
         self.stats = CommStats()
@@ -112,7 +113,7 @@ class ModelStep:
         optimiser's step when it or a gradient is not finite (on every rank: the numbers are all-reduced)."""
         torch.manual_seed(step_seed(self.seed, step, self.world, self.rank))
         self.model.train()
-        self.opt.zero_grad(set_to_none=True)
+        self.opt.zero_grad()
         logits, labels = forward()
         loss_sum = F.cross_entropy(logits, labels, reduction="sum")
         (loss_sum / float(num_targets)).backward()
