@@ -76,12 +76,18 @@ class HaloExchange:
         self.stats.reset()
         self.drift.reset_epoch()
 
-    def end_epoch(self) -> EpochExchange:
-        """The epoch's traffic, bytes and drift summed over all ranks (one all-reduce: every rank calls it)."""
+    def end_epoch(self, extra: torch.Tensor | None = None) -> EpochExchange:
+        """The epoch's traffic, bytes and drift summed over all ranks (one all-reduce: every rank calls it); ``extra``
+        (float64, on the exchange's device), e.g. the epoch's accuracy counts, is summed in place in the same
+        collective."""
         s = self.stats
-        sums = torch.tensor([s.bytes_sent, s.bytes_received, s.fp32_bytes_sent, *self.drift.sums()],
-                            dtype=torch.float64)
-        sums = all_reduce_sum(sums.to(self.plan.send_index.device)).tolist()
+        own = torch.tensor([s.bytes_sent, s.bytes_received, s.fp32_bytes_sent, *self.drift.sums()],
+                           dtype=torch.float64, device=self.plan.send_index.device)
+        flat = own if extra is None else torch.cat([own, extra.reshape(-1)])
+        all_reduce_sum(flat)
+        if extra is not None:
+            extra.copy_(flat[own.numel():].view_as(extra))
+        sums = flat[:own.numel()].tolist()
         return EpochExchange(int(sums[0]), int(sums[1]), int(sums[2]), relative(sums[3], sums[4]),
                              relative(sums[5], sums[6]), s.seconds, s.hidden_seconds, s.codec_seconds)
 

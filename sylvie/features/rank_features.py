@@ -99,13 +99,18 @@ class RankFeatures:
         self.store.bytes_served.update({tier: 0 for tier in self.store.bytes_served})
         self.rows, self.seconds = GatherCounts(), 0.0
 
-    def end_epoch(self, device: torch.device | str = "cpu") -> FetchEpoch:
+    def end_epoch(self, device: torch.device | str = "cpu", extra: torch.Tensor | None = None) -> FetchEpoch:
         """The epoch's account summed over the ranks: a collective of the calling thread's default process group
-        (every rank calls it, after its last ``gather`` of the epoch)."""
+        (every rank calls it, after its last ``gather`` of the epoch); ``extra`` (float64, on ``device``), e.g. the
+        epoch's accuracy counts, is summed in place in the same collective."""
         served, s = self.store.bytes_served, self.stats
-        t = torch.tensor([self.rows.local, self.rows.cached, self.rows.remote, s.bytes_sent, s.fp32_bytes_sent,
-                          s.bytes_received, served["device"], served["host"]], dtype=torch.float64)
-        v = [int(x) for x in all_reduce_sum(t.to(device)).tolist()]
+        own = torch.tensor([self.rows.local, self.rows.cached, self.rows.remote, s.bytes_sent, s.fp32_bytes_sent,
+                            s.bytes_received, served["device"], served["host"]], dtype=torch.float64, device=device)
+        flat = own if extra is None else torch.cat([own, extra.reshape(-1)])
+        all_reduce_sum(flat)
+        if extra is not None:
+            extra.copy_(flat[own.numel():].view_as(extra))
+        v = [int(x) for x in flat[:own.numel()].tolist()]
         return FetchEpoch(GatherCounts(v[0], v[1], v[2]), v[3], v[4], v[5], v[6], v[7], self.seconds)
 
     @property

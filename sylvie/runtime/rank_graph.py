@@ -56,8 +56,16 @@ class RankGraph:
 
     def accuracy(self, model) -> dict[str, float]:
         """Accuracy on the train / val / test nodes of all ranks."""
+        return accuracies(sum_over_ranks(self.accuracy_counts(model), self.ctx.device))
+
+    def accuracy_counts(self, model) -> torch.Tensor:
+        """This rank's right predictions and nodes per split (float64, ``[len(SPLITS), 2]``, on the rank's device),
+        to be summed over the ranks (``accuracies`` of the sum); collective: every rank calls it (``predict``)."""
         right = self.predict(model) == self.labels
-        counts = torch.tensor([[float((right & self.masks[s]).sum()), float(self.masks[s].sum())] for s in SPLITS],
-                              dtype=torch.float64)
-        counts = sum_over_ranks(counts, self.ctx.device)
-        return {f"{s}_acc": float(c / t) if t > 0 else float("nan") for s, (c, t) in zip(SPLITS, counts.tolist())}
+        return torch.stack([torch.stack([(right & self.masks[s]).sum(), self.masks[s].sum()]) for s in SPLITS]).to(
+            torch.float64)
+
+
+def accuracies(counts: torch.Tensor) -> dict[str, float]:
+    """``{split}_acc`` from the right predictions and nodes per split summed over the ranks (``accuracy_counts``)."""
+    return {f"{s}_acc": float(c / t) if t > 0 else float("nan") for s, (c, t) in zip(SPLITS, counts.tolist())}

@@ -27,7 +27,7 @@ from sylvie.formats.epoch_record import NOT_EVALUATED, EpochRecord, HaloEpoch, P
 from sylvie.models import build_model
 from sylvie.partition.shard_format import Shard
 from sylvie.runtime.process_group import Context
-from sylvie.runtime.rank_graph import RankGraph
+from sylvie.runtime.rank_graph import RankGraph, accuracies
 from sylvie.train.adam import Adam
 from sylvie.train.log_line import format_epoch
 from sylvie.train.step import ModelStep
@@ -84,10 +84,6 @@ class FullGraphTrainer:
         self.halo.begin_round(epoch, fresh=fresh, keep=keep, plan=sample.plan, next_plan=ahead)
         return block, x
 
-    def evaluate(self) -> dict[str, float]:
-        """Accuracy on the train / val / test nodes of all ranks (eval mode: no dropout)."""
-        return self.graph.accuracy(self.model)
-
     def epoch(self, epoch: int, evaluate: bool = True) -> EpochRecord:
         """Train one epoch and (if ``evaluate``) evaluate; returns its record, accuracies None when not evaluated
         (and schedules epoch + 2)."""
@@ -97,17 +93,20 @@ class FullGraphTrainer:
         t0 = time.perf_counter()
         loss = self.train_step(epoch)
         train_time = time.perf_counter() - t0
-        halo = self.halo.end_epoch()  # all ranks
+        # the evaluation's counts travel in the epoch's one all-reduce of traffic and drift (all ranks)
+        t1 = time.perf_counter()
+        counts = self.graph.accuracy_counts(self.model) if evaluate else None
+        eval_seconds = time.perf_counter() - t1
+        halo = self.halo.end_epoch(extra=counts)
+        acc = accuracies(counts) if evaluate else NOT_EVALUATED
         planned = self.adaptor.observe(epoch, halo.drift_features)
         reduce = self.step.stats
         exposed = halo.seconds + reduce.seconds
-        t1 = time.perf_counter()
-        acc = self.evaluate() if evaluate else NOT_EVALUATED
         return EpochRecord(
             epoch=epoch, mode="full", loss=loss, **acc,
             epoch_time=train_time, compute_time=train_time - exposed - halo.codec_seconds, comm_time=exposed,
             hidden_comm_time=halo.hidden_seconds, codec_time=halo.codec_seconds, allreduce_time=reduce.seconds,
-            sample_time=self.sample_seconds, eval_time=time.perf_counter() - t1,
+            sample_time=self.sample_seconds, eval_time=eval_seconds,
             bits=self.comm.bits, bytes_sent=halo.bytes_sent, bytes_received=halo.bytes_received,
             fp32_bytes_sent=halo.fp32_bytes_sent, allreduce_bytes=reduce.bytes_sent,
             halo=HaloEpoch(

@@ -30,7 +30,7 @@ from sylvie.formats.epoch_record import NOT_EVALUATED, BatchEpoch, EpochRecord
 from sylvie.models import build_model
 from sylvie.partition.shard_format import Shard, Topology
 from sylvie.runtime.process_group import Context, sum_over_ranks
-from sylvie.runtime.rank_graph import RankGraph
+from sylvie.runtime.rank_graph import RankGraph, accuracies
 from sylvie.sampling.neighbor_sampler import (
     NeighborSampler,
     batch_sizes,
@@ -140,9 +140,12 @@ class SampledTrainer:
             batches.close()  # on an error: what is queued is dropped now, not when the traceback is freed
         epoch_time = time.perf_counter() - t0
         waited, reduce = self.pipeline.waited, self.step.stats
-        fetch = self.features.end_epoch(self.ctx.device)
+        # the evaluation's counts travel in the epoch's one all-reduce of the feature store's account (all ranks)
         t1 = time.perf_counter()
-        acc = self.graph.accuracy(self.model) if evaluate else NOT_EVALUATED
+        counts = self.graph.accuracy_counts(self.model) if evaluate else None
+        eval_seconds = time.perf_counter() - t1
+        fetch = self.features.end_epoch(self.ctx.device, extra=counts)
+        acc = accuracies(counts) if evaluate else NOT_EVALUATED
         rows = fetch.rows
         return EpochRecord(
             epoch=epoch, mode="sampled", loss=loss_total / self.num_train_global, **acc,
@@ -150,7 +153,7 @@ class SampledTrainer:
             comm_time=waited + reduce.seconds,
             hidden_comm_time=max(0.0, self.preparer.sample_seconds + fetch.seconds - waited), codec_time=0.0,
             allreduce_time=reduce.seconds, sample_time=self.preparer.sample_seconds,
-            eval_time=time.perf_counter() - t1, bits=self.sampling.remote_bits, bytes_sent=fetch.bytes_sent,
+            eval_time=eval_seconds, bits=self.sampling.remote_bits, bytes_sent=fetch.bytes_sent,
             bytes_received=fetch.bytes_received, fp32_bytes_sent=fetch.fp32_bytes_sent,
             allreduce_bytes=reduce.bytes_sent,
             batches=BatchEpoch(
