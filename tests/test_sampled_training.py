@@ -4,7 +4,7 @@ import json
 import shutil
 
 import pytest
-from conftest import BIN, run, torchrun
+from conftest import BIN, REPO, run, torchrun
 
 from sylvie.atomic import read_jsonl
 
@@ -29,14 +29,20 @@ def test_the_cache_and_the_feature_stores_tiers_change_only_where_rows_come_from
     """Same seed: no cache, a VIP cache of 1 x N / 4 rows, every row everywhere (alpha 4, no prefetch; with every row
     on the GPU tier of the feature store, no GPU here: one host tier either way, gathered by the CPU, and the
     conventional path instead of zero-copy) and the simulation policy give identical losses and accuracies; only
-    the rows' sources differ."""
-    settings = {"none": ["--alpha", "0"], "vip1": ["--alpha", "1"],
-                "all": ["--alpha", "4", "--prefetch", "0", "--gpu-fraction", "1", "--zero-copy", "off"],
-                "sim1": ["--alpha", "1", "--policy", "simulation"]}
-    records = {}
-    for name, extra in settings.items():
-        _train(cora_partitions[4], tmp_path / name, "--epochs", "6", "--vip", vip_dir, *extra)
-        records[name] = read_jsonl(tmp_path / name / "metrics.jsonl")
+    the rows' sources differ. The four runs train one after another in one launch of the ranks
+    (tests/workers/runs_worker.py, as `sylvie train --mode sampled ...` with these settings trains each)."""
+    sections = {"model": {"arch": "sage", "self_loop": False},
+                "train": {"mode": "sampled", "epochs": 6, "log_every": 1, "progress": False},
+                "sampling": {"fanouts": [10, 10], "batch_size": 16}}
+    settings = {"none": {"cache": {"alpha": 0}}, "vip1": {"cache": {"alpha": 1}},
+                "all": {"cache": {"alpha": 4}, "sampling": {**sections["sampling"], "prefetch": 0},
+                        "features": {"gpu_fraction": 1, "zero_copy": "off"}},
+                "sim1": {"cache": {"alpha": 1, "policy": "simulation"}}}
+    jobs = [{"partition": str(cora_partitions[4]), "out": str(tmp_path / name), "seed": 0, "vip": str(vip_dir),
+             **sections, **extra} for name, extra in settings.items()]
+    (tmp_path / "jobs.json").write_text(json.dumps(jobs))
+    torchrun(4, REPO / "tests" / "workers" / "runs_worker.py", tmp_path / "jobs.json")
+    records = {name: read_jsonl(tmp_path / name / "metrics.jsonl") for name in settings}
     base = records["none"]
     assert base[0]["minibatches"] == 3  # 35 or 36 training vertices per part, 16 per batch
     for name, recs in records.items():

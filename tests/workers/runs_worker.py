@@ -10,7 +10,7 @@ order the threads first drew: a sampled run samples in a thread it starts, so a 
 process would draw other minibatches than in a process of its own (``OneSamplingThread``).
 
 argv[1]: a JSON file, a list of jobs {partition, out, seed, dataset, vip, model, train, comm, sampling, cache,
-features} (sections as mappings; None: the schema's defaults).
+features} (sections as mappings; None or absent: the schema's defaults; no dataset: no evaluation).
 """
 import json
 import os
@@ -90,7 +90,7 @@ def main() -> None:
         fresh_group_names(index)
         train(job)
         trained = time.perf_counter()
-        if rank == 0:
+        if rank == 0 and job.get("dataset"):
             evaluate(job["dataset"], os.path.join(job["out"], "model.pt"), os.path.join(job["out"], "eval.json"))
             took = time.perf_counter() - trained
             print(f"{job['out']}: trained in {trained - start:.1f} s, evaluated in {took:.1f} s", file=sys.stderr,
