@@ -8,7 +8,7 @@ import numpy as np
 from sylvie.data.graph import load_graph
 from sylvie.errors import SylvieError
 from sylvie.output_dir import PARTITION, check_replaceable
-from sylvie.partition.metis import metis_assign, metis_input
+from sylvie.partition.metis import METIS_TOLERANCE, metis_assign, metis_input
 from sylvie.partition.random_assign import random_assign
 from sylvie.partition.shard_writer import write_shards
 
@@ -35,7 +35,7 @@ def partition_dataset(dataset_dir: str | Path, out_dir: str | Path, parts: int, 
         # The graph is let go while METIS runs and read again after: the stage's peak memory is then METIS's own
         # (~100 bytes an edge) and its input's, not that plus the graph's (16 bytes an edge, and the features).
         del graph
-        assign = metis_assign(metis, parts, seed)
+        assign = metis_assign(metis, parts, seed, METIS_TOLERANCE)
         del metis
         graph = load_graph(dataset_dir)
         if graph.info["fingerprint"] != fingerprint:
@@ -46,4 +46,4 @@ def partition_dataset(dataset_dir: str | Path, out_dir: str | Path, parts: int, 
         raise SylvieError(f"{method} left part(s) {empty} empty for {parts} parts of {graph.num_nodes} nodes; "
                           f"use fewer parts or method: random")
     return write_shards(graph, assign, out_dir, method, seed, graph.info["fingerprint"], progress=progress,
-                        inputs=(dataset_dir,))
+                        inputs=(dataset_dir,), tolerance=METIS_TOLERANCE if method == "metis" and parts > 1 else None)
