@@ -32,5 +32,22 @@ def format_summary(manifest: dict) -> str:
                      f"{p['halo_nodes']:>10,}")
     lines.append(f"edge cut {q['edge_cut']:,} ({100 * q['edge_cut_fraction']:.1f}% of edges), replication factor "
                  f"{q['replication_factor']:.3f}, max/mean imbalance: nodes {q['imbalance_nodes']:.3f}, "
-                 f"train {q['imbalance_train']:.3f}, edges {q['imbalance_edges']:.3f}")
+                 f"train {q['imbalance_train']:.3f}, edges {q['imbalance_edges']:.3f}"
+                 + (f" (tolerance {manifest['balance']['tolerance']})"
+                    if (manifest.get("balance") or {}).get("tolerance") else ""))
+    lines += over_tolerance(manifest)
     return "\n".join(lines)
+
+
+def over_tolerance(manifest: dict) -> list[str]:
+    """A warning per balance constraint whose max/mean exceeds the partitioner's tolerance by more than its vertex
+    slack (what the indivisible heaviest vertex allows)."""
+    balance = manifest.get("balance") or {}
+    tolerance = balance.get("tolerance")
+    if not tolerance:
+        return []
+    return [f"warning: {name} is {c['max_over_mean']:.3f} of the mean in its largest part, above the tolerance "
+            f"{tolerance} plus {c['vertex_slack']:.3f} for its heaviest vertex: the partitioner could not balance it "
+            f"(try more parts' worth of nodes per part, or another seed)"
+            for name, c in balance.get("constraints", {}).items()
+            if c["max_over_mean"] > tolerance + c["vertex_slack"] + 1e-9]
