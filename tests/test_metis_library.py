@@ -89,3 +89,19 @@ def test_the_manifest_records_the_balance_and_the_summary_says_when_it_is_missed
     assert warning.startswith("warning: edges is 1.200 of the mean") and "plus 0.100 for its heaviest vertex" in warning
     assert warning in format_summary(missed)
     assert over_tolerance({**manifest, "balance": {"tolerance": None, "constraints": {}}}) == []
+
+
+def test_the_summary_predicts_each_parts_cost(cora_partitions):
+    """Every halo row a part receives is sent by its one owner; compute follows the edges a part stores."""
+    from sylvie.formats.partition_manifest import read_manifest
+    from sylvie.partition.quality import format_summary, predicted_cost
+
+    manifest = read_manifest(cora_partitions[4])
+    cost = predicted_cost(manifest)
+    assert cost["halo_in"].sum() == cost["halo_out"].sum() > 0
+    edges = np.array([p["edges"] for p in manifest["parts"]])
+    assert np.allclose(cost["compute"], edges / edges.mean()) and np.isclose(cost["exchange"].mean(), 1.0)
+    summary = format_summary(manifest)
+    worst = int(np.argmax(cost["exchange"]))
+    assert "halo out" in summary and f"halo exchange by part {worst} ({cost['exchange'][worst]:.2f}x" in summary
+    assert "predicted pace" not in format_summary(read_manifest(cora_partitions[1]))

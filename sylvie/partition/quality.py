@@ -1,4 +1,4 @@
-"""Partition-quality summary from a manifest: balance, edge cut, halo sizes."""
+"""Partition-quality summary from a manifest: balance, edge cut, halo sizes, and each part's predicted cost."""
 from __future__ import annotations
 
 import numpy as np
@@ -23,18 +23,41 @@ def quality(manifest: dict) -> dict:
     }
 
 
+def predicted_cost(manifest: dict) -> dict[str, np.ndarray]:
+    """Per part, what a full-graph epoch asks of its rank: ``halo_in`` and ``halo_out`` (rows it receives and sends
+    per layer's exchange), and its ``compute`` and ``exchange`` over the mean part's: the aggregation grows with the
+    edges a part stores, the exchange with the rows it receives and sends. Every layer waits for the slowest rank."""
+    parts = manifest["parts"]
+    halo_in = np.array([p["halo_nodes"] for p in parts], dtype=np.int64)
+    halo_out = np.zeros(len(parts), dtype=np.int64)
+    for p in parts:
+        halo_out[:len(p.get("halo_from", []))] += np.asarray(p.get("halo_from", []), dtype=np.int64)
+    edges = np.array([p["edges"] for p in parts], dtype=np.float64)
+    rows = (halo_in + halo_out).astype(np.float64)
+    return {"halo_in": halo_in, "halo_out": halo_out,
+            "compute": edges / edges.mean() if edges.mean() > 0 else np.ones(len(parts)),
+            "exchange": rows / rows.mean() if rows.mean() > 0 else np.ones(len(parts))}
+
+
 def format_summary(manifest: dict) -> str:
-    q = quality(manifest)
+    q, cost = quality(manifest), predicted_cost(manifest)
     lines = [f"partition of {manifest['dataset']}: {manifest['num_parts']} parts by {manifest['method']}",
-             f"{'part':>4} {'inner':>10} {'train':>8} {'edges':>11} {'halo':>10}"]
-    for p in manifest["parts"]:
+             f"{'part':>4} {'inner':>10} {'train':>8} {'edges':>11} {'halo in':>10} {'halo out':>10} "
+             f"{'compute':>8} {'exchange':>8}"]
+    for i, p in enumerate(manifest["parts"]):
         lines.append(f"{p['part']:>4} {p['inner_nodes']:>10,} {p['train_nodes']:>8,} {p['edges']:>11,} "
-                     f"{p['halo_nodes']:>10,}")
+                     f"{cost['halo_in'][i]:>10,} {cost['halo_out'][i]:>10,} {cost['compute'][i]:>7.2f}x "
+                     f"{cost['exchange'][i]:>7.2f}x")
     lines.append(f"edge cut {q['edge_cut']:,} ({100 * q['edge_cut_fraction']:.1f}% of edges), replication factor "
                  f"{q['replication_factor']:.3f}, max/mean imbalance: nodes {q['imbalance_nodes']:.3f}, "
                  f"train {q['imbalance_train']:.3f}, edges {q['imbalance_edges']:.3f}"
                  + (f" (tolerance {manifest['balance']['tolerance']})"
                     if (manifest.get("balance") or {}).get("tolerance") else ""))
+    if manifest["num_parts"] > 1:
+        c, x = int(np.argmax(cost["compute"])), int(np.argmax(cost["exchange"]))
+        lines.append(f"predicted pace of a full-graph epoch (x the mean part): compute set by part {c} "
+                     f"({cost['compute'][c]:.2f}x: its edges), halo exchange by part {x} ({cost['exchange'][x]:.2f}x: "
+                     f"the rows it receives and sends)")
     lines += over_tolerance(manifest)
     return "\n".join(lines)
 
