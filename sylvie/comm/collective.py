@@ -7,7 +7,7 @@ in one process (tests) plugs in here, so the exchange's autograd runs without to
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import torch
 import torch.distributed as dist
@@ -20,6 +20,18 @@ def all_reduce_sum(t: torch.Tensor) -> torch.Tensor:
     if dist.is_initialized() and dist.get_world_size() > 1:
         dist.all_reduce(t)
     return t
+
+
+def all_reduce_sum_together(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
+    """Sum every tensor of ``tensors`` (one dtype, one device) over the ranks in place, in one collective; returns the
+    flat sum of them all, in order."""
+    flat = torch.cat([t.reshape(-1) for t in tensors])
+    all_reduce_sum(flat)
+    offset = 0
+    for t in tensors:
+        t.copy_(flat[offset:offset + t.numel()].view_as(t))
+        offset += t.numel()
+    return flat
 
 
 def torch_all_to_all(group=None) -> AllToAll:

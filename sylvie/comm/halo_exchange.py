@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import torch
 
 from sylvie.comm.boundary_drift import BoundaryDrift, relative
-from sylvie.comm.collective import AllToAll, all_reduce_sum, torch_all_to_all
+from sylvie.comm.collective import AllToAll, all_reduce_sum_together, torch_all_to_all
 from sylvie.comm.halo_plan import HaloPlan
 from sylvie.comm.halo_rows import HaloRows
 from sylvie.comm.halo_wire import FORWARD, Wire
@@ -83,11 +83,8 @@ class HaloExchange:
         s = self.stats
         own = torch.tensor([s.bytes_sent, s.bytes_received, s.fp32_bytes_sent, *self.drift.sums()],
                            dtype=torch.float64, device=self.plan.send_index.device)
-        flat = own if extra is None else torch.cat([own, extra.reshape(-1)])
-        all_reduce_sum(flat)
-        if extra is not None:
-            extra.copy_(flat[own.numel():].view_as(extra))
-        sums = flat[:own.numel()].tolist()
+        all_reduce_sum_together([own] if extra is None else [own, extra])
+        sums = own.tolist()
         return EpochExchange(int(sums[0]), int(sums[1]), int(sums[2]), relative(sums[3], sums[4]),
                              relative(sums[5], sums[6]), s.seconds, s.hidden_seconds, s.codec_seconds)
 

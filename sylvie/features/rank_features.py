@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from sylvie.comm.collective import all_reduce_sum
+from sylvie.comm.collective import all_reduce_sum_together
 from sylvie.comm.lowbit.format import FULL_PRECISION
 from sylvie.comm.remote_rows import RemoteRows
 from sylvie.comm.stats import CommStats
@@ -106,11 +106,8 @@ class RankFeatures:
         served, s = self.store.bytes_served, self.stats
         own = torch.tensor([self.rows.local, self.rows.cached, self.rows.remote, s.bytes_sent, s.fp32_bytes_sent,
                             s.bytes_received, served["device"], served["host"]], dtype=torch.float64, device=device)
-        flat = own if extra is None else torch.cat([own, extra.reshape(-1)])
-        all_reduce_sum(flat)
-        if extra is not None:
-            extra.copy_(flat[own.numel():].view_as(extra))
-        v = [int(x) for x in flat[:own.numel()].tolist()]
+        all_reduce_sum_together([own] if extra is None else [own, extra])
+        v = [int(x) for x in own.tolist()]
         return FetchEpoch(GatherCounts(v[0], v[1], v[2]), v[3], v[4], v[5], v[6], v[7], self.seconds)
 
     @property

@@ -20,7 +20,7 @@ from sylvie.comm.stats import CommStats
 from sylvie.formats.splits import SPLITS
 from sylvie.models.blocks import halo_subblock, local_block
 from sylvie.partition.shard_format import Shard
-from sylvie.runtime.process_group import Context, all_reduce_sum, sum_over_ranks
+from sylvie.runtime.process_group import Context, all_reduce_sum
 
 
 class RankGraph:
@@ -53,10 +53,6 @@ class RankGraph:
         collective: every rank calls it."""
         model.eval()
         return model(self.block, self.x, self.eval_halo).argmax(1)
-
-    def accuracy(self, model) -> dict[str, float]:
-        """Accuracy on the train / val / test nodes of all ranks."""
-        return accuracies(sum_over_ranks(self.accuracy_counts(model), self.ctx.device))
 
     def accuracy_counts(self, model) -> torch.Tensor:
         """This rank's right predictions and nodes per split (float64, ``[len(SPLITS), 2]``, on the rank's device),
