@@ -4,22 +4,23 @@ from __future__ import annotations
 import numpy as np
 
 
+def max_over_mean(x: np.ndarray) -> float:
+    """The largest part's share of a quantity over the mean part's (1.0 when there is none)."""
+    return float(x.max() / x.mean()) if x.size and x.mean() > 0 else 1.0
+
+
 def quality(manifest: dict) -> dict:
     parts = manifest["parts"]
     inner = np.array([p["inner_nodes"] for p in parts])
     train = np.array([p["train_nodes"] for p in parts])
     edges = np.array([p["edges"] for p in parts])
     halo = np.array([p["halo_nodes"] for p in parts])
-
-    def imbalance(x):
-        return float(x.max() / x.mean()) if x.mean() > 0 else 1.0
-
     return {
         "edge_cut": manifest["edge_cut"],
         "edge_cut_fraction": manifest["edge_cut"] / max(manifest["num_edges"], 1),
         "replication_factor": float((inner.sum() + halo.sum()) / max(inner.sum(), 1)),
-        "imbalance_nodes": imbalance(inner), "imbalance_train": imbalance(train),
-        "imbalance_edges": imbalance(edges), "halo_total": int(halo.sum()),
+        "imbalance_nodes": max_over_mean(inner), "imbalance_train": max_over_mean(train),
+        "imbalance_edges": max_over_mean(edges), "halo_total": int(halo.sum()),
     }
 
 

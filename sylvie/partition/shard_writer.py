@@ -13,6 +13,7 @@ from sylvie.atomic import atomic_path, file_sha256
 from sylvie.data.graph import Graph, degrees
 from sylvie.formats.partition_manifest import write_manifest
 from sylvie.output_dir import PARTITION
+from sylvie.partition.quality import max_over_mean
 from sylvie.partition.shard_format import INT_COLUMNS, MASK_COLUMNS, TOPOLOGY_FILE, shard_schema, topology_schema
 
 
@@ -100,7 +101,7 @@ def _balance(entries: list[dict], max_in_degree: int, tolerance: float | None) -
     for name, heavy in heaviest.items():
         sums = np.array([e[name] for e in entries], dtype=np.float64)
         mean = sums.mean() if sums.size else 0.0
-        constraints[name] = {"max_over_mean": float(sums.max() / mean) if mean > 0 else 1.0,
+        constraints[name] = {"max_over_mean": max_over_mean(sums),
                              "vertex_slack": float(heavy / mean) if mean > 0 else 0.0}
     return {"tolerance": tolerance, "constraints": constraints}
 
