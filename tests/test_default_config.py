@@ -162,6 +162,17 @@ def test_metrics_have_one_line_per_epoch(default_runs):
     assert records[-1]["bytes_sent"] > 0 and records[-1]["comm_time"] > 0
 
 
+@pytest.mark.parametrize("run_name", ["gcn-p4", "sage-p4-sampled-vip0.2"])
+def test_every_epoch_records_every_ranks_compute_and_wait(default_runs, run_name):
+    """Each rank's own times, gathered in the epoch's all-reduce: rank 0's are the line's compute_time and
+    comm_time."""
+    root, runs, _ = default_runs
+    for r in _records(root, run_name):
+        assert len(r["rank_compute_time"]) == len(r["rank_wait_time"]) == runs[run_name].partition.parts
+        assert min(r["rank_compute_time"]) > 0 and min(r["rank_wait_time"]) >= 0
+        assert (r["rank_compute_time"][0], r["rank_wait_time"][0]) == (r["compute_time"], r["comm_time"])
+
+
 def test_sampled_graphsage_reaches_full_graph_accuracy(default_runs):
     """SALIENT++ on Cora, 4 parts, seeds 0-2: mean test accuracy >= 78% and within 1.5 points of full-graph
     GraphSAGE with the same seeds; 1-bit remote rows without a cache (every remote row crosses the wire at 1 bit)

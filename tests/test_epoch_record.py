@@ -21,7 +21,8 @@ COMMON = dict(loss=1.25, train_acc=0.5, val_acc=None, test_acc=None, epoch_time=
               comm_time=0.1, hidden_comm_time=0.05, codec_time=0.01, allreduce_time=0.02, sample_time=0.0,
               eval_time=0.0, bits=1, bytes_sent=100, bytes_received=100, fp32_bytes_sent=3200, allreduce_bytes=64)
 FULL = EpochRecord(epoch=3, mode="full", **COMMON,
-                   halo=HaloEpoch(0.08, True, 1, "", 0.5, 0.01, None, PlannedEpoch(5, True, "bound K=5")))
+                   halo=HaloEpoch(0.08, True, 1, "", 0.5, 0.01, None, PlannedEpoch(5, True, "bound K=5")),
+                   rank_compute_time=[0.2, 0.3, 0.25, 0.25], rank_wait_time=[0.1, 0.0, 0.05, 0.05])
 SAMPLED = EpochRecord(epoch=0, mode="sampled", **COMMON,
                       batches=BatchEpoch(3, 120.5, 300, 40, 21, 40 / 61, 100, 0, 1000, 0.2, 0.01))
 
@@ -43,6 +44,23 @@ def test_version_1_lines_read_with_their_mode_inferred(tmp_path):
     full, sampled = read_metrics(tmp_path / "metrics.jsonl")
     assert (full.mode, full.halo.staleness, full.sample_time) == ("full", 1, 0.0)
     assert sampled == SAMPLED
+
+
+def test_every_ranks_times_travel_and_name_the_rank_that_sets_the_pace(tmp_path):
+    """Rank 1 computed longest (0.3 s, 1.2x the mean 0.25 s) and waited least: the others waited for it."""
+    from sylvie.train.log_line import format_epoch
+    from sylvie.train.rank_times import rank_times, rank_times_slots
+
+    summed = sum(rank_times_slots(rank, 4, c, w, "cpu") for rank, (c, w) in
+                 enumerate(zip(FULL.rank_compute_time, FULL.rank_wait_time)))  # what the all-reduce sums
+    assert rank_times(summed) == {"rank_compute_time": FULL.rank_compute_time, "rank_wait_time": FULL.rank_wait_time}
+    rank, over_mean = FULL.pace()
+    assert rank == 1 and over_mean == pytest.approx(1.2)
+    assert "pace: rank 1 computes 0.300 s (1.20x mean), ranks wait 0.000-0.100 s" in format_epoch(FULL, 10)
+    assert SAMPLED.pace() is None and "pace" not in format_epoch(SAMPLED, 10)  # written without per-rank times
+    (tmp_path / "metrics.jsonl").write_text(json.dumps({**FULL.to_json(), "rank_wait_time": [0.1, "x"]}) + "\n")
+    with pytest.raises(SylvieError, match="line 1: .*'rank_wait_time' is a list with non-numbers"):
+        read_metrics(tmp_path)
 
 
 @pytest.mark.parametrize("line, words", [

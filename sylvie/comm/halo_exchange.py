@@ -6,6 +6,7 @@ on which all-to-all.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -76,14 +77,14 @@ class HaloExchange:
         self.stats.reset()
         self.drift.reset_epoch()
 
-    def end_epoch(self, extra: torch.Tensor | None = None) -> EpochExchange:
-        """The epoch's traffic, bytes and drift summed over all ranks (one all-reduce: every rank calls it); ``extra``
-        (float64, on the exchange's device), e.g. the epoch's accuracy counts, is summed in place in the same
-        collective."""
+    def end_epoch(self, extra: Sequence[torch.Tensor] = ()) -> EpochExchange:
+        """The epoch's traffic, bytes and drift summed over all ranks (one all-reduce: every rank calls it); each
+        tensor of ``extra`` (float64, on the exchange's device), e.g. the epoch's accuracy counts, is summed in place
+        in the same collective."""
         s = self.stats
         own = torch.tensor([s.bytes_sent, s.bytes_received, s.fp32_bytes_sent, *self.drift.sums()],
                            dtype=torch.float64, device=self.plan.send_index.device)
-        all_reduce_sum_together([own] if extra is None else [own, extra])
+        all_reduce_sum_together([own, *extra])
         sums = own.tolist()
         return EpochExchange(int(sums[0]), int(sums[1]), int(sums[2]), relative(sums[3], sums[4]),
                              relative(sums[5], sums[6]), s.seconds, s.hidden_seconds, s.codec_seconds)

@@ -12,6 +12,7 @@ Per epoch the features keep their own account (``end_epoch``, a ``FetchEpoch``):
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -99,14 +100,14 @@ class RankFeatures:
         self.store.bytes_served.update({tier: 0 for tier in self.store.bytes_served})
         self.rows, self.seconds = GatherCounts(), 0.0
 
-    def end_epoch(self, device: torch.device | str = "cpu", extra: torch.Tensor | None = None) -> FetchEpoch:
+    def end_epoch(self, device: torch.device | str = "cpu", extra: Sequence[torch.Tensor] = ()) -> FetchEpoch:
         """The epoch's account summed over the ranks: a collective of the calling thread's default process group
-        (every rank calls it, after its last ``gather`` of the epoch); ``extra`` (float64, on ``device``), e.g. the
-        epoch's accuracy counts, is summed in place in the same collective."""
+        (every rank calls it, after its last ``gather`` of the epoch); each tensor of ``extra`` (float64, on
+        ``device``), e.g. the epoch's accuracy counts, is summed in place in the same collective."""
         served, s = self.store.bytes_served, self.stats
         own = torch.tensor([self.rows.local, self.rows.cached, self.rows.remote, s.bytes_sent, s.fp32_bytes_sent,
                             s.bytes_received, served["device"], served["host"]], dtype=torch.float64, device=device)
-        all_reduce_sum_together([own] if extra is None else [own, extra])
+        all_reduce_sum_together([own, *extra])
         v = [int(x) for x in own.tolist()]
         return FetchEpoch(GatherCounts(v[0], v[1], v[2]), v[3], v[4], v[5], v[6], v[7], self.seconds)
 

@@ -89,12 +89,26 @@ class EpochRecord:
     allreduce_bytes: int
     halo: HaloEpoch | None = None  # mode full
     batches: BatchEpoch | None = None  # mode sampled
+    # every rank's compute_time and comm_time (waited), rank 0 first: the rank that computes longest sets the pace,
+    # the others wait for it (None: written before version 2 recorded them)
+    rank_compute_time: list[float] | None = None
+    rank_wait_time: list[float] | None = None
 
     def __post_init__(self):
         if self.mode not in MODES:
             raise ValueError(f"EpochRecord.mode {self.mode!r}: one of {', '.join(MODES)}")
         if (self.halo is None) == (self.mode == "full") or (self.batches is None) == (self.mode == "sampled"):
             raise ValueError(f"EpochRecord of mode {self.mode}: halo for full, batches for sampled, not the other")
+
+    def pace(self) -> tuple[int, float] | None:
+        """(rank, its compute time over the mean rank's) of the rank that computed longest; None without per-rank
+        times."""
+        times = self.rank_compute_time
+        if not times:
+            return None
+        slowest = max(range(len(times)), key=times.__getitem__)
+        mean = sum(times) / len(times)
+        return slowest, times[slowest] / mean if mean > 0 else 1.0
 
     def value(self, name: str):
         """The field ``name`` of the line, common or of the mode's part (``"rows_remote"``, ``"staleness"``); None
@@ -119,7 +133,8 @@ class EpochRecord:
     def from_json(cls, obj: dict, where: str = "an epoch record", fix: str = _FIX) -> EpochRecord:
         """From a line's object (version 1 or 2); ``where`` names it in errors, which end with ``fix``."""
         problem = (f"a JSON {type(obj).__name__}, not an object" if not isinstance(obj, dict) else
-                   type_problem(obj, {"loss": (*NUMBER, type(None))}) or type_problem(obj, _NUMERIC))
+                   type_problem(obj, {"loss": (*NUMBER, type(None))}) or type_problem(obj, _NUMERIC)
+                   or _rank_times_problem(obj))
         if problem:
             raise SylvieError(f"{where}: not an epoch record written by `sylvie train` ({problem}"
                               f"{looks_like(obj, FILE)}); {fix}")
@@ -148,6 +163,20 @@ _NUMERIC = {f"{name}?": (*NUMBER, type(None)) for name in (
     "sample_time", "eval_time", "bits", "bytes_sent", "bytes_received", "fp32_bytes_sent", "allreduce_bytes",
     "train_acc", "val_acc", "test_acc", "halo_time", "staleness", "minibatches", "input_rows_per_batch", "rows_local",
     "rows_cached", "rows_remote", "cache_hit_rate", "remote_bytes")}
+_RANK_TIMES = ("rank_compute_time", "rank_wait_time")
+
+
+def _rank_times_problem(obj: dict) -> str | None:
+    """What is wrong with the per-rank times of a line (each a list of numbers, or null), in words, or None."""
+    for name in _RANK_TIMES:
+        value = obj.get(name)
+        if value is not None and (not isinstance(value, list) or not all(
+                isinstance(v, NUMBER) and not isinstance(v, bool) for v in value)):
+            what = "a list with non-numbers" if isinstance(value, list) else type(value).__name__
+            return f"'{name}' is {what}, not a list of numbers"
+    return None
+
+
 _FIELDS = {kind: {f.name for f in dataclasses.fields(kind)} - {"halo", "batches"}
            for kind in (EpochRecord, HaloEpoch, BatchEpoch)}
 # Fields a version-1 line may lack (they came later); everything else is required.
@@ -156,7 +185,7 @@ _DEFAULTS = {"train_acc": None, "val_acc": None, "test_acc": None, "codec_time":
              "allreduce_bytes": 0, "bytes_received": 0, "halo_time": 0.0, "pipeline": False, "staleness": 0,
              "sync_reason": "", "boundary_sampling": 1.0, "drift_features": None, "drift_gradients": None,
              "store_device_bytes": 0, "store_host_bytes": 0, "fetch_time": 0.0, "fetch_wait_time": 0.0,
-             "remote_bytes": 0, "cache_hit_rate": None}
+             "remote_bytes": 0, "cache_hit_rate": None, "rank_compute_time": None, "rank_wait_time": None}
 
 
 def _values(kind, obj: dict, skip: tuple[str, ...] = ()) -> dict:

@@ -30,6 +30,7 @@ from sylvie.runtime.process_group import Context
 from sylvie.runtime.rank_graph import RankGraph, accuracies
 from sylvie.train.adam import Adam
 from sylvie.train.log_line import format_epoch
+from sylvie.train.rank_times import rank_times, rank_times_slots
 from sylvie.train.step import ModelStep
 
 
@@ -97,14 +98,16 @@ class FullGraphTrainer:
         t1 = time.perf_counter()
         counts = self.graph.accuracy_counts(self.model) if evaluate else None
         eval_seconds = time.perf_counter() - t1
-        halo = self.halo.end_epoch(extra=counts)
+        reduce, own = self.step.stats, self.halo.stats
+        exposed = own.seconds + reduce.seconds  # this rank's wait on its peers
+        compute = train_time - exposed - own.codec_seconds
+        times = rank_times_slots(self.ctx.rank, self.ctx.world, compute, exposed, self.ctx.device)
+        halo = self.halo.end_epoch(extra=[times] if counts is None else [counts, times])
         acc = accuracies(counts) if evaluate else NOT_EVALUATED
         planned = self.adaptor.observe(epoch, halo.drift_features)
-        reduce = self.step.stats
-        exposed = halo.seconds + reduce.seconds
         return EpochRecord(
-            epoch=epoch, mode="full", loss=loss, **acc,
-            epoch_time=train_time, compute_time=train_time - exposed - halo.codec_seconds, comm_time=exposed,
+            epoch=epoch, mode="full", loss=loss, **acc, **rank_times(times),
+            epoch_time=train_time, compute_time=compute, comm_time=exposed,
             hidden_comm_time=halo.hidden_seconds, codec_time=halo.codec_seconds, allreduce_time=reduce.seconds,
             sample_time=self.sample_seconds, eval_time=eval_seconds,
             bits=self.comm.bits, bytes_sent=halo.bytes_sent, bytes_received=halo.bytes_received,

@@ -7,7 +7,8 @@ from sylvie.formats.epoch_record import EpochRecord
 
 def format_epoch(r: EpochRecord, epochs: int) -> str:
     """Epoch, loss, accuracies, time (of which communication waited on and hidden), bytes sent and their width,
-    and for pipelined full-graph training whether the epoch was synchronous."""
+    for pipelined full-graph training whether the epoch was synchronous, and with several ranks which one set the
+    pace (computed longest) and how long the ranks waited."""
     def acc(value):
         return "  –   " if value is None else f"{value:.4f}"
 
@@ -15,4 +16,15 @@ def format_epoch(r: EpochRecord, epochs: int) -> str:
             f"val {acc(r.val_acc)} | test {acc(r.test_acc)} | {r.epoch_time:.3f} s "
             f"(comm {r.comm_time:.3f} s waited, {r.hidden_comm_time:.3f} s hidden) | "
             f"sent {r.bytes_sent / 1e6:.2f} MB at {r.bits} bits"
-            + (f" | {'sync' if r.halo.staleness == 0 else 'stale'}" if r.halo is not None and r.halo.pipeline else ""))
+            + (f" | {'sync' if r.halo.staleness == 0 else 'stale'}" if r.halo is not None and r.halo.pipeline else "")
+            + _pace(r))
+
+
+def _pace(r: EpochRecord) -> str:
+    pace = r.pace()
+    if pace is None or len(r.rank_compute_time) < 2:
+        return ""
+    rank, over_mean = pace
+    wait = r.rank_wait_time
+    return (f" | pace: rank {rank} computes {r.rank_compute_time[rank]:.3f} s ({over_mean:.2f}x mean), "
+            f"ranks wait {min(wait):.3f}-{max(wait):.3f} s")

@@ -42,6 +42,7 @@ from sylvie.sampling.pipeline import SamplingPipeline
 from sylvie.sampling.vip import iterations_per_epoch
 from sylvie.train.adam import Adam
 from sylvie.train.log_line import format_epoch
+from sylvie.train.rank_times import rank_times, rank_times_slots
 from sylvie.train.sampled_batches import BatchPreparer, PreparedBatch
 from sylvie.train.step import ModelStep
 
@@ -144,13 +145,14 @@ class SampledTrainer:
         t1 = time.perf_counter()
         counts = self.graph.accuracy_counts(self.model) if evaluate else None
         eval_seconds = time.perf_counter() - t1
-        fetch = self.features.end_epoch(self.ctx.device, extra=counts)
+        compute, wait = max(0.0, epoch_time - waited - reduce.seconds), waited + reduce.seconds
+        times = rank_times_slots(self.ctx.rank, self.ctx.world, compute, wait, self.ctx.device)
+        fetch = self.features.end_epoch(self.ctx.device, extra=[times] if counts is None else [counts, times])
         acc = accuracies(counts) if evaluate else NOT_EVALUATED
         rows = fetch.rows
         return EpochRecord(
-            epoch=epoch, mode="sampled", loss=loss_total / self.num_train_global, **acc,
-            epoch_time=epoch_time, compute_time=max(0.0, epoch_time - waited - reduce.seconds),
-            comm_time=waited + reduce.seconds,
+            epoch=epoch, mode="sampled", loss=loss_total / self.num_train_global, **acc, **rank_times(times),
+            epoch_time=epoch_time, compute_time=compute, comm_time=wait,
             hidden_comm_time=max(0.0, self.preparer.sample_seconds + fetch.seconds - waited), codec_time=0.0,
             allreduce_time=reduce.seconds, sample_time=self.preparer.sample_seconds,
             eval_time=eval_seconds, bits=self.sampling.remote_bits, bytes_sent=fetch.bytes_sent,
