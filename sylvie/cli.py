@@ -26,7 +26,8 @@ def _partition(args) -> None:
     from sylvie.partition.stage import partition_dataset
 
     p = section_from_args(args, "partition")
-    manifest = partition_dataset(args.dataset, args.out, p.parts, p.method, p.seed)
+    manifest = partition_dataset(args.dataset, args.out, p.parts, p.method, p.seed, balance=p.balance,
+                                 tolerance=p.tolerance)
     print(format_summary(manifest))
 
 

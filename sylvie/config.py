@@ -99,8 +99,11 @@ class Run:
 
     @property
     def partition_id(self) -> str:
+        """The partition's directory name, from everything that shapes it (METIS: also what it balances, and
+        within what tolerance)."""
         p = self.partition
-        return f"{p.method}-p{p.parts}-s{p.seed}"
+        shaped = f"{p.method}-p{p.parts}-s{p.seed}"
+        return f"{shaped}-{p.balance}-t{p.tolerance:g}" if p.method == "metis" else shaped
 
     @property
     def sampled(self) -> bool:
@@ -111,6 +114,13 @@ class Run:
         """The VIP analysis a sampled run needs, named by what shapes it: fanouts and batch size."""
         s = self.sampling
         return f"f{'-'.join(map(str, s.fanouts))}-b{s.batch_size}"
+
+
+def resolve_regime(balance: str, train_mode: str | None = None) -> str:
+    """The regime whose constraints a partition balances (``partition.balance``: full or sampled,
+    ``sylvie.partition.balance``): ``balance`` itself, or for ``auto`` the run's ``train_mode`` (full when there is
+    none: ``sylvie partition`` alone)."""
+    return (train_mode or "full") if balance == "auto" else balance
 
 
 def check_sampling(model, train, sampling, where: str) -> None:
@@ -171,6 +181,9 @@ def resolve_runs(config: dict, where: str = "config") -> dict[str, Run]:
         sections = {s: section(s, merged.get(s, {}), where=f"{where}: runs.{name}.{s}") for s in SECTIONS}
         check_sampling(sections["model"], sections["train"], sections["sampling"], where=f"{where}: runs.{name}")
         check_boundary_sampling(sections["train"], sections["comm"], where=f"{where}: runs.{name}")
+        # balance auto: the constraints of the run's regime
+        sections["partition"] = dataclasses.replace(sections["partition"], balance=resolve_regime(
+            sections["partition"].balance, sections["train"].mode))
         runs[name] = Run(name=name, dataset=dataset, **sections)
     return runs
 

@@ -53,6 +53,32 @@ def test_every_constraint_is_balanced_where_flattened_weights_balanced_none(grap
     assert (new_imbalance <= 1.03 + 1e-3).all(), new_imbalance  # METIS's tolerance, every constraint
 
 
+def test_the_sampled_regime_balances_salient_plus_plus_four(graph):
+    """train, validation, other nodes and degree: what the full-graph regime leaves to chance (validation nodes) is
+    held within the tolerance too."""
+    full, sampled = metis_input(graph, "full"), metis_input(graph, "sampled")
+    assert sampled.vweights.shape == (graph.num_nodes, 4)
+    assert (sampled.vweights[:, :3].sum(1) == 1).all()  # every node is training, validation or other, once
+    assert np.array_equal(sampled.vweights[:, 3], full.vweights[:, 2])  # degree: the in-degree
+    balanced = _imbalance(metis_assign(sampled, 8, seed=0), sampled.vweights, 8)
+    left_to_chance = _imbalance(metis_assign(full, 8, seed=0), sampled.vweights, 8)
+    assert (balanced <= 1.03 + 1e-3).all(), balanced
+    assert left_to_chance[1] > 1.05 > balanced[1], (left_to_chance, balanced)  # validation nodes
+
+
+def test_a_partition_balanced_for_sampled_training_says_so(cora_dir, tmp_path):
+    from sylvie.partition.quality import format_summary
+    from sylvie.partition.stage import partition_dataset
+
+    manifest = partition_dataset(cora_dir, tmp_path / "p", 4, balance="sampled", tolerance=1.05, progress=False)
+    balance = manifest["balance"]
+    assert (balance["regime"], balance["tolerance"]) == ("sampled", 1.05)
+    assert list(balance["constraints"]) == ["train_nodes", "val_nodes", "other_nodes", "degree"]
+    for c in balance["constraints"].values():
+        assert c["max_over_mean"] <= 1.05 + c["vertex_slack"]
+    assert "balanced for sampled training (each within 1.05 of the mean)" in format_summary(manifest)
+
+
 def test_the_tolerance_is_each_constraints_bound(graph):
     """A looser bound lets METIS cut fewer edges and stays a bound (the float32 ubvec read at its width)."""
     m = metis_input(graph)
@@ -81,7 +107,9 @@ def test_the_manifest_records_the_balance_and_the_summary_says_when_it_is_missed
     assert balance["tolerance"] == 1.03 and set(balance["constraints"]) == {"inner_nodes", "train_nodes", "edges"}
     for c in balance["constraints"].values():
         assert 1.0 <= c["max_over_mean"] <= balance["tolerance"] + c["vertex_slack"]
-    assert over_tolerance(manifest) == [] and "(tolerance 1.03)" in format_summary(manifest)
+    assert balance["regime"] == "full" and over_tolerance(manifest) == []
+    assert "balanced for full training (each within 1.03 of the mean), max/mean: inner_nodes 1.0" \
+        in format_summary(manifest)
     missed = {**manifest, "balance": {"tolerance": 1.03, "constraints": {
         "edges": {"max_over_mean": 1.2, "vertex_slack": 0.1},
         "train_nodes": {"max_over_mean": 1.1, "vertex_slack": 0.1}}}}

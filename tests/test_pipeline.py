@@ -32,6 +32,11 @@ def seeds(runs: dict, names=None) -> int:
     return sum(len(r.train.seeds) for name, r in runs.items() if names is None or name in names)
 
 
+def partitions(runs: dict, names=None) -> int:
+    """Partition jobs of ``names`` (default: every run): one per dataset and partition directory they read."""
+    return len({(r.dataset, r.partition_id) for name, r in runs.items() if names is None or name in names})
+
+
 def changed(before: dict, after: dict, section: str) -> set:
     """The runs whose ``section`` differs between two resolved configs."""
     return {name for name in after if getattr(after[name], section) != getattr(before[name], section)}
@@ -65,7 +70,7 @@ def test_the_small_configuration_takes_every_path_of_the_default():
         out = set()
         for r in runs.values():
             out |= {("arch", r.model.arch), ("parts", r.partition.parts), ("method", r.partition.method),
-                    ("mode", r.train.mode), ("dataset", r.dataset)}
+                    ("mode", r.train.mode), ("dataset", r.dataset), ("balance", r.partition.balance)}
             if r.sampled:
                 out |= {("cache", r.cache.policy if r.cache.alpha else "none"), ("remote_bits", r.sampling.remote_bits)}
             else:
@@ -129,11 +134,28 @@ def test_partition_count_change_reruns_from_partition(finished_pipeline, config)
     config.write_text(original.replace("parts: 4,", "parts: 2,"))
     jobs = scheduled_jobs(finished_pipeline)
     assert "download" not in jobs
-    assert jobs.get("partition") == 1 and jobs.get("vip") == 1, jobs
     before, after = runs_of(original), runs_of(config.read_text())
     rerun = changed(before, after, "partition")
     assert rerun == set(before) - {"gcn-p1"}  # gcn-p1 keeps its partition and its runs
+    # one partition balanced for full-graph training, one for sampled (SALIENT++'s constraints)
+    assert jobs.get("partition") == partitions(after, rerun) == 2 and jobs.get("vip") == 1, jobs
     assert jobs.get("train") == jobs.get("evaluate") == seeds(after, rerun), jobs
+
+
+@pytest.mark.e2e
+def test_balance_changes_rerun_from_partition_only_the_runs_they_change(finished_pipeline, config):
+    """The sampled runs balanced for full-graph training read the full-graph runs' partition (nothing to cut); a
+    tolerance of their own is a partition of their own."""
+    original = config.read_text()
+    for balance, partition_jobs in (("{balance: full}", 0), ("{tolerance: 1.1}", 1)):
+        config.write_text(original.replace("    train: {mode: sampled}",
+                                           f"    train: {{mode: sampled}}\n    partition: {balance}"))
+        jobs = scheduled_jobs(finished_pipeline)
+        before, after = runs_of(original), runs_of(config.read_text())
+        rerun = changed(before, after, "partition")
+        assert rerun == {name for name, r in before.items() if r.sampled}
+        assert jobs.get("partition", 0) == partition_jobs and jobs.get("vip") == 1, jobs
+        assert jobs.get("train") == jobs.get("evaluate") == seeds(after, rerun), jobs
 
 
 @pytest.mark.e2e

@@ -4,9 +4,11 @@ from. Its fields:
     format_version       the partition's format (of this manifest and of the shards and topology it lists)
     dataset, dataset_fingerprint, method, seed
     num_parts, num_nodes, num_edges, num_features, num_classes, num_train, edge_cut
-    balance              tolerance (the bound every constraint was given; null: none) and per constraint
-                         (inner_nodes, train_nodes, edges) its max_over_mean over the parts and its vertex_slack
-                         (heaviest vertex / mean part); absent in partitions written before it
+    balance              regime (full or sampled: which constraints, ``sylvie.partition.balance``), tolerance (the
+                         bound every constraint was given; null: none) and per constraint (full: inner_nodes,
+                         train_nodes, edges; sampled: train_nodes, val_nodes, other_nodes, degree) its max_over_mean
+                         over the parts and its vertex_slack (heaviest vertex / mean part); absent in partitions
+                         written before it, without regime in those written before the sampled regime (full)
     parts                per part: part, file (part-<k>.arrow), sha256, inner_nodes, train_nodes, edges, halo_nodes,
                          halo_from (halo rows per owner)
     topology             file (topology.arrow), sha256, part_offsets

@@ -6,11 +6,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sylvie.data.graph import Graph, degrees, undirected_keys
+from sylvie.data.graph import Graph, undirected_keys
+from sylvie.partition.balance import DEFAULT_TOLERANCE, vertex_weights
 from sylvie.partition.metis_library import part_graph_kway
-
-# every balance constraint of every part within this factor of its mean over the parts (METIS's own default)
-METIS_TOLERANCE = 1.03
 
 
 @dataclass
@@ -33,16 +31,15 @@ def symmetric_csr(graph: Graph) -> tuple[np.ndarray, np.ndarray]:
     return xadj, np.remainder(key, n, out=key)
 
 
-def metis_input(graph: Graph) -> MetisInput:
-    """The adjacency and three balance constraints (METIS multi-constraint vertex weights): one per node, one per
-    training node, and the node's in-degree (the edges its part will store)."""
+def metis_input(graph: Graph, regime: str = "full") -> MetisInput:
+    """The adjacency and the balance constraints of ``regime`` (``sylvie.partition.balance``) as METIS's
+    multi-constraint vertex weights: for full-graph training one per node, one per training node, and the node's
+    in-degree (the edges its part will store)."""
     xadj, adjncy = symmetric_csr(graph)
-    in_deg, _ = degrees(graph)
-    weights = np.stack([np.ones(graph.num_nodes, dtype=np.int64), graph.train_mask.astype(np.int64), in_deg], axis=1)
-    return MetisInput(xadj, adjncy, weights)
+    return MetisInput(xadj, adjncy, vertex_weights(graph, regime))
 
 
-def metis_assign(metis: MetisInput, parts: int, seed: int = 0, tolerance: float = METIS_TOLERANCE) -> np.ndarray:
+def metis_assign(metis: MetisInput, parts: int, seed: int = 0, tolerance: float = DEFAULT_TOLERANCE) -> np.ndarray:
     """Part id (int64) of every node: k-way (recursive bisection cuts more edges: synthetic 200K nodes 16.2% instead
     of 15.0% at 4 parts, 18.8% instead of 17.5% at 8; Cora at 4: 6.7% instead of 5.7%), every constraint of every
     part within ``tolerance`` times its mean over the parts."""

@@ -51,9 +51,12 @@ def format_summary(manifest: dict) -> str:
                      f"{cost['exchange'][i]:>7.2f}x")
     lines.append(f"edge cut {q['edge_cut']:,} ({100 * q['edge_cut_fraction']:.1f}% of edges), replication factor "
                  f"{q['replication_factor']:.3f}, max/mean imbalance: nodes {q['imbalance_nodes']:.3f}, "
-                 f"train {q['imbalance_train']:.3f}, edges {q['imbalance_edges']:.3f}"
-                 + (f" (tolerance {manifest['balance']['tolerance']})"
-                    if (manifest.get("balance") or {}).get("tolerance") else ""))
+                 f"train {q['imbalance_train']:.3f}, edges {q['imbalance_edges']:.3f}")
+    balance = manifest.get("balance")
+    if balance and "regime" in balance:
+        bound = f"each within {balance['tolerance']} of the mean" if balance["tolerance"] else "no bound"
+        lines.append(f"balanced for {balance['regime']} training ({bound}), max/mean: " + ", ".join(
+            f"{name} {c['max_over_mean']:.3f}" for name, c in balance["constraints"].items()))
     if manifest["num_parts"] > 1:
         c, x = int(np.argmax(cost["compute"])), int(np.argmax(cost["exchange"]))
         lines.append(f"predicted pace of a full-graph epoch (x the mean part): compute set by part {c} "

@@ -13,7 +13,6 @@ from sylvie.atomic import atomic_path, file_sha256
 from sylvie.data.graph import Graph, degrees
 from sylvie.formats.partition_manifest import write_manifest
 from sylvie.output_dir import PARTITION
-from sylvie.partition.quality import max_over_mean
 from sylvie.partition.shard_format import INT_COLUMNS, MASK_COLUMNS, TOPOLOGY_FILE, shard_schema, topology_schema
 
 
@@ -93,26 +92,13 @@ def _write_topology(path: Path, columns: dict[str, np.ndarray]) -> None:
         w.write_batch(pa.record_batch(arrays, schema=schema))
 
 
-def _balance(entries: list[dict], max_in_degree: int, tolerance: float | None) -> dict:
-    """Each balance constraint's max/mean over the parts, and its vertex slack: its heaviest vertex over the mean
-    part (a partitioner cannot split a vertex, so a part may exceed the tolerance by that much)."""
-    heaviest = {"inner_nodes": 1, "train_nodes": 1, "edges": max_in_degree}
-    constraints = {}
-    for name, heavy in heaviest.items():
-        sums = np.array([e[name] for e in entries], dtype=np.float64)
-        mean = sums.mean() if sums.size else 0.0
-        constraints[name] = {"max_over_mean": max_over_mean(sums),
-                             "vertex_slack": float(heavy / mean) if mean > 0 else 0.0}
-    return {"tolerance": tolerance, "constraints": constraints}
-
-
 def write_shards(graph: Graph, assign: np.ndarray, out_dir: str | Path, method: str, seed: int,
                  dataset_fingerprint: str, progress: bool = True, inputs: tuple = (),
-                 tolerance: float | None = None) -> dict:
+                 balance: dict | None = None) -> dict:
     """Write ``part-<k>.arrow`` for every part, ``topology.arrow`` and ``manifest.json`` into ``out_dir``
     atomically and return the manifest; an existing ``out_dir`` is replaced only if it is an earlier partition
-    (``inputs``: the dataset it was cut from). ``tolerance``: the bound on every balance constraint the
-    partitioner was given (None: none), recorded with what it achieved."""
+    (``inputs``: the dataset it was cut from). ``balance``: what the partition balances and achieved
+    (``sylvie.partition.balance.balance_record``), recorded in the manifest."""
     parts = int(assign.max()) + 1 if assign.size else 0
     n = graph.num_nodes
     counts = np.bincount(assign, minlength=parts)
@@ -144,7 +130,7 @@ def write_shards(graph: Graph, assign: np.ndarray, out_dir: str | Path, method: 
             "num_features": int(graph.features.shape[1]), "num_classes": int(graph.num_classes),
             "num_train": int(graph.train_mask.sum()),
             "edge_cut": edge_cut,
-            "balance": _balance(entries, int(in_deg.max()) if n else 0, tolerance),
+            **({"balance": balance} if balance is not None else {}),
             "parts": entries,
             "topology": {"file": TOPOLOGY_FILE, "sha256": file_sha256(tmp / TOPOLOGY_FILE),
                          "part_offsets": part_offsets},

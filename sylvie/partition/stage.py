@@ -5,10 +5,12 @@ from pathlib import Path
 
 import numpy as np
 
+from sylvie.config import resolve_regime
 from sylvie.data.graph import load_graph
 from sylvie.errors import SylvieError
 from sylvie.output_dir import PARTITION, check_replaceable
-from sylvie.partition.metis import METIS_TOLERANCE, metis_assign, metis_input
+from sylvie.partition.balance import DEFAULT_TOLERANCE, balance_record
+from sylvie.partition.metis import metis_assign, metis_input
 from sylvie.partition.random_assign import random_assign
 from sylvie.partition.shard_writer import write_shards
 
@@ -16,7 +18,12 @@ METHODS = ("metis", "random")
 
 
 def partition_dataset(dataset_dir: str | Path, out_dir: str | Path, parts: int, method: str = "metis",
-                      seed: int = 0, progress: bool = True) -> dict:
+                      seed: int = 0, progress: bool = True, balance: str = "full",
+                      tolerance: float = DEFAULT_TOLERANCE) -> dict:
+    """Partition the canonical graph in ``dataset_dir`` into ``parts`` and write the shards to ``out_dir``; returns
+    the manifest. ``balance``: the regime whose constraints METIS keeps within ``tolerance`` times the mean part
+    (``sylvie.partition.balance``; auto: full). The manifest records what every constraint achieved."""
+    regime = resolve_regime(balance)
     if method not in METHODS:
         raise SylvieError(f"partition method '{method}' is unknown; choose one of {', '.join(METHODS)}")
     check_replaceable(out_dir, PARTITION, inputs=(dataset_dir,))  # before any work
@@ -31,11 +38,11 @@ def partition_dataset(dataset_dir: str | Path, out_dir: str | Path, parts: int, 
     elif parts == 1:
         assign = np.zeros(graph.num_nodes, dtype=np.int64)
     else:
-        metis, fingerprint = metis_input(graph), graph.info["fingerprint"]
+        metis, fingerprint = metis_input(graph, regime), graph.info["fingerprint"]
         # The graph is let go while METIS runs and read again after: the stage's peak memory is then METIS's own
         # (~100 bytes an edge) and its input's, not that plus the graph's (16 bytes an edge, and the features).
         del graph
-        assign = metis_assign(metis, parts, seed, METIS_TOLERANCE)
+        assign = metis_assign(metis, parts, seed, tolerance)
         del metis
         graph = load_graph(dataset_dir)
         if graph.info["fingerprint"] != fingerprint:
@@ -45,5 +52,6 @@ def partition_dataset(dataset_dir: str | Path, out_dir: str | Path, parts: int, 
     if empty:
         raise SylvieError(f"{method} left part(s) {empty} empty for {parts} parts of {graph.num_nodes} nodes; "
                           f"use fewer parts or method: random")
+    bound = tolerance if method == "metis" and parts > 1 else None  # what the partitioner was held to
     return write_shards(graph, assign, out_dir, method, seed, graph.info["fingerprint"], progress=progress,
-                        inputs=(dataset_dir,), tolerance=METIS_TOLERANCE if method == "metis" and parts > 1 else None)
+                        inputs=(dataset_dir,), balance=balance_record(graph, assign, regime, bound))

@@ -11,6 +11,19 @@ def partition_dir(run_name):
     return f"data/partitions/{r.dataset}/{r.partition_id}"
 
 
+# every partition the runs read, by dataset and directory name: its settings, balance resolved to the run's regime
+PARTITIONS = {(r.dataset, r.partition_id): r.partition for r in RUNS.values()}
+
+
+def partition_flags(wc):
+    """The flags of `sylvie partition` that cut partition `wc.partition` of `wc.dataset`."""
+    if (wc.dataset, wc.partition) not in PARTITIONS:
+        known = ", ".join(f"data/partitions/{d}/{p}" for d, p in PARTITIONS)
+        raise ValueError(f"data/partitions/{wc.dataset}/{wc.partition}: no run of the config reads this partition "
+                         f"(the runs read {known})")
+    return cli_arguments("partition", PARTITIONS[(wc.dataset, wc.partition)])
+
+
 def vip_dir(run_name):
     r = RUNS[run_name]
     return f"data/vip/{r.dataset}/{r.partition_id}/{r.vip_id}"

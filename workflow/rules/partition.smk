@@ -1,18 +1,18 @@
 rule partition:
+    # one per partition the runs read (PARTITIONS: its directory name says how it was cut)
     input:
         "data/datasets/{dataset}",
     output:
-        directory("data/partitions/{dataset}/{method}-p{parts}-s{pseed}"),
+        directory("data/partitions/{dataset}/{partition}"),
     wildcard_constraints:
-        method="metis|random",
-        parts=r"\d+",
-        pseed=r"\d+",
+        partition=r"[^/]+",
+    params:
+        flags=partition_flags,
     log:
-        "logs/partition/{dataset}/{method}-p{parts}-s{pseed}.log",
+        "logs/partition/{dataset}/{partition}.log",
     benchmark:
-        "results/benchmarks/partition/{dataset}/{method}-p{parts}-s{pseed}.tsv"
+        "results/benchmarks/partition/{dataset}/{partition}.tsv"
     conda:
         no_conda_env
     shell:
-        "sylvie partition {input} --out {output} --parts {wildcards.parts} --method {wildcards.method} "
-        "--seed {wildcards.pseed} > {log} 2>&1"
+        "sylvie partition {input} --out {output} {params.flags} > {log} 2>&1"

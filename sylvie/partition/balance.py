@@ -1,0 +1,51 @@
+"""What a partition balances: the constraints of each training regime, the weight every node puts on each
+(METIS's multi-constraint vertex weights), and the record of what a partition achieved (the manifest's
+``balance``).
+
+- full (full-graph training, Sylvie and PipeGCN): every layer waits for the slowest rank, whose time grows with the
+  nodes it computes, the training nodes of its loss and the edges it aggregates: ``inner_nodes``, ``train_nodes``,
+  ``edges`` (a node's in-degree: the part stores and aggregates its in-edges).
+- sampled (minibatch training, SALIENT++'s four): every rank runs the same number of minibatches of its own training
+  nodes, evaluates its validation nodes, and serves the feature rows of all its nodes, requested in proportion to
+  their degree: ``train_nodes``, ``val_nodes``, ``other_nodes`` (neither), ``degree`` (in-degree, the neighbours a
+  node's sampling draws from).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from sylvie.config import section
+from sylvie.data.graph import Graph, degrees
+from sylvie.partition.quality import max_over_mean
+
+REGIMES = {
+    "full": ("inner_nodes", "train_nodes", "edges"),
+    "sampled": ("train_nodes", "val_nodes", "other_nodes", "degree"),
+}
+# every constraint of every part within this factor of its mean over the parts: the schema's partition.tolerance
+DEFAULT_TOLERANCE = section("partition").tolerance
+
+
+def vertex_weights(graph: Graph, regime: str) -> np.ndarray:
+    """int64 [nodes, constraints]: each node's weight in each constraint of ``regime``, in ``REGIMES`` order."""
+    in_deg, _ = degrees(graph)
+    train, val = graph.train_mask, graph.val_mask
+    columns = {"inner_nodes": np.ones(graph.num_nodes, dtype=np.int64), "train_nodes": train, "val_nodes": val,
+               "other_nodes": ~(train | val), "edges": in_deg, "degree": in_deg}
+    return np.stack([np.asarray(columns[name], dtype=np.int64) for name in REGIMES[regime]], axis=1)
+
+
+def balance_record(graph: Graph, assign: np.ndarray, regime: str, tolerance: float | None) -> dict:
+    """The manifest's ``balance``: the regime, the tolerance the partitioner was given (None: none), and per
+    constraint its max/mean over the parts and its vertex slack: its heaviest node over the mean part (a partitioner
+    cannot split a node, so a part may exceed the tolerance by that much)."""
+    weights = vertex_weights(graph, regime)
+    parts = int(assign.max()) + 1 if assign.size else 0
+    constraints = {}
+    for j, name in enumerate(REGIMES[regime]):
+        sums = np.bincount(assign, weights=weights[:, j], minlength=parts)
+        mean = sums.mean() if sums.size else 0.0
+        heaviest = int(weights[:, j].max()) if weights.size else 0
+        constraints[name] = {"max_over_mean": max_over_mean(sums),
+                             "vertex_slack": float(heaviest / mean) if mean > 0 else 0.0}
+    return {"regime": regime, "tolerance": tolerance, "constraints": constraints}
