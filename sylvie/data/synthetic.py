@@ -29,8 +29,17 @@ PARAMETERS = ("nodes", "avg_degree", "features", "classes", "homophily", "featur
 
 
 def generate_from(options, name: str = "synthetic") -> Graph:
-    """The graph the dataset section ``options`` (typed, ``sylvie.config.section("dataset", ...)``) describes."""
-    return generate(name=name, **{k: getattr(options, k) for k in PARAMETERS})
+    """The graph the dataset section ``options`` (typed, ``sylvie.config.section("dataset", ...)``) describes: a
+    block model, or (``structure: nested``) nested communities (``sylvie.data.nested_communities``)."""
+    common = {k: getattr(options, k) for k in PARAMETERS}
+    if options.structure == "nested":
+        from sylvie.data.nested_communities import PARAMETERS as NESTED, generate_nested
+
+        return generate_nested(name=name, **common, **{k: getattr(options, k) for k in NESTED})
+    if options.split != "random":
+        raise SylvieError(f"dataset {name}: split {options.split} needs structure: nested (the block model's split "
+                          f"is random); set structure: nested or split: random")
+    return generate(name=name, **common)
 
 
 def _guide(cum: np.ndarray) -> tuple[np.ndarray, float]:
@@ -64,7 +73,7 @@ def _last_at_most(cum: np.ndarray, guide: np.ndarray, scale: float, u: np.ndarra
     return pos
 
 
-def _sample_in_blocks(rng, blocks, order, cum, starts, ends):
+def sample_in_blocks(rng, blocks, order, cum, starts, ends):
     """One node per entry of ``blocks``, chosen within that block with probability ~ propensity. The uniforms
     are drawn at once (the random stream is the same whatever the chunk size), the rest is done a chunk at a time:
     temporaries the size of every edge were fresh memory to touch, which took as long as the arithmetic."""
@@ -97,11 +106,11 @@ def _edges(rng, labels: np.ndarray, classes: int, pairs: int, homophily: float) 
     if (counts == 0).any():  # an empty block cannot be sampled from: fold it into block 0's range
         starts, ends = np.where(counts == 0, 0, starts), np.where(counts == 0, ends[0], ends)
 
-    src = _sample_in_blocks(rng, rng.choice(classes, pairs, p=counts / nodes), order, cum, starts, ends)
+    src = sample_in_blocks(rng, rng.choice(classes, pairs, p=counts / nodes), order, cum, starts, ends)
     same = rng.random(pairs) < homophily
     dst_block = np.where(same, labels[src], rng.integers(0, classes, pairs))
     del same
-    dst = _sample_in_blocks(rng, dst_block, order, cum, starts, ends)
+    dst = sample_in_blocks(rng, dst_block, order, cum, starts, ends)
     del dst_block
     key = undirected_keys(src, dst, nodes)
     del src, dst
@@ -109,7 +118,7 @@ def _edges(rng, labels: np.ndarray, classes: int, pairs: int, homophily: float) 
     return np.floor_divide(key, nodes, out=key), dst  # in place: the keys are not needed any more
 
 
-def _features(rng, centroids: np.ndarray, labels: np.ndarray, feature_noise: float) -> np.ndarray:
+def class_features(rng, centroids: np.ndarray, labels: np.ndarray, feature_noise: float) -> np.ndarray:
     """The centroid of each node's label plus Gaussian noise of std ``feature_noise``, scaled to unit variance (as
     normalised real features: the same information, and an optimiser's steps that do not depend on feature_noise).
     The noise is drawn into the result and the centroids added a block of rows at a time: one array the size of
@@ -140,7 +149,7 @@ def generate(*, nodes: int, avg_degree: float, features: int, classes: int, homo
         atypical = rng.random(nodes) < label_noise
         labels = labels.copy()
         labels[atypical] = rng.integers(0, classes, int(atypical.sum()))
-    feats = _features(rng, centroids, labels, feature_noise)
+    feats = class_features(rng, centroids, labels, feature_noise)
 
     perm = rng.permutation(nodes)
     n_train, n_val = int(train_fraction * nodes), int(val_fraction * nodes)

@@ -1,0 +1,150 @@
+"""A deterministic graph with the structure of real ones (ogbn-products' shape): communities nested at several scales,
+heavy-tailed degrees, clustering, labels that follow communities, and a split that can follow a node score.
+
+Every node belongs to one community per level: a *leaf* of about ``community_size`` nodes, groups of ``branching``
+leaves, groups of those, ..., up to its *class community* (``classes`` of them: the top level, the node's label but
+for the ``label_noise`` share of atypical nodes). Nodes are sorted by leaf, so every community at every level is one
+contiguous range of that order, and a node is drawn from any of them by propensity with one search
+(``sylvie.data.synthetic.sample_in_blocks``).
+
+Every edge picks its source by propensity (Pareto, heavy-tailed degrees as in ``synthetic``). With probability
+``homophily`` it stays in the source's class community, and there it descends the hierarchy: it stays in the
+source's leaf with probability ``locality``, else in its level-1 group with probability ``locality``, and so on
+(level l or below with probability 1 - (1 - locality)^(l+1)); what reaches the top lands anywhere in the class
+community. The other edges land anywhere in the graph. So most edges close inside small dense communities
+(clustering: a leaf of 64 nodes with ~20 edges a node inside it is a third complete), a METIS part is mostly closed
+(it can take whole leaves and groups), and a few hops from a node stay mostly in its communities. Edges are made
+undirected, without self-loops or duplicates.
+
+Features are the centroid of the node's label plus Gaussian noise (``synthetic.class_features``). The split is
+random, or (``split: score``) by a node score as ogbn-products' is by sales rank: the top ``train_fraction`` of the
+scores train, the next ``val_fraction`` validate, the rest test; the score is the node's degree propensity times
+log-normal noise, so popular nodes train, as products with high sales rank have many co-purchases.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from sylvie.data.graph import Graph, undirected_keys
+from sylvie.data.synthetic import class_features, sample_in_blocks
+from sylvie.errors import SylvieError
+
+PARAMETERS = ("community_size", "branching", "locality", "split")
+SPLITS = ("random", "score")
+_SCORE_NOISE = 1.0  # std of the log-normal noise of the score around the log propensity
+
+
+def _hierarchy(rng, nodes: int, classes: int, community_size: int, branching: int):
+    """(cls, order, starts, ends, node_block, depth): each node's class community; the nodes sorted by leaf; the
+    ranges of ``order`` of every community of every level, and node_block[l][v] the community of node v at level l
+    (an index into starts/ends). Levels 0..depth are the leaves, their groups and the class communities (level
+    depth); above them groups of ``branching`` class communities, ..., and last one community of every node."""
+    cls = rng.integers(0, classes, nodes)
+    per_class = np.bincount(cls, minlength=classes)
+    leaves = np.maximum(1, np.rint(per_class / community_size)).astype(np.int64)
+    leaf_first = np.cumsum(leaves) - leaves
+    local = np.floor(rng.random(nodes) * leaves[cls]).astype(np.int64)  # the leaf within the class community
+    leaf = leaf_first[cls] + local
+    order = np.argsort(leaf, kind="stable")
+    size = np.bincount(leaf, minlength=int(leaves.sum()))
+    leaf_end = np.cumsum(size)
+    leaf_start = leaf_end - size
+    leaf_class = np.repeat(np.arange(classes), leaves)
+    leaf_local = np.arange(leaf_class.shape[0]) - leaf_first[leaf_class]
+    depth = _levels_to_one(int(leaves.max()), branching)
+    above = _levels_to_one(classes, branching)
+    keys = [leaf_class * (int(leaf_local.max()) + 1) + leaf_local // branching ** level for level in range(depth)]
+    keys += [leaf_class // branching ** level for level in range(above)] + [np.zeros_like(leaf_class)]
+    starts, ends, node_block, offset = [], [], [], 0
+    for key in keys:  # each nondecreasing over the leaves: a community is a run of leaves
+        first = np.concatenate([[True], key[1:] != key[:-1]])
+        last = np.concatenate([first[1:], [True]])
+        starts.append(leaf_start[first])
+        ends.append(leaf_end[last])
+        node_block.append((np.cumsum(first) - 1 + offset)[leaf])
+        offset += int(first.sum())
+    return cls, order, np.concatenate(starts), np.concatenate(ends), np.stack(node_block), depth
+
+
+def _levels_to_one(count: int, branching: int) -> int:
+    """How many times ``count`` communities are grouped by ``branching`` before one is left."""
+    levels = 0
+    while count > 1:
+        count, levels = -(-count // branching), levels + 1
+    return levels
+
+
+def _levels(rng, pairs: int, homophily: float, locality: float, depth: int, top: int) -> np.ndarray:
+    """Per edge the level of the community its destination is drawn from. With probability ``homophily`` the
+    source's class community or below: level l < depth with probability locality (1 - locality)^l, the rest at depth;
+    else above it: level depth + 1 + l with probability locality (1 - locality)^l, the rest at ``top`` (every
+    node)."""
+    if locality >= 1:
+        level = np.zeros(pairs, dtype=np.int64)
+    elif locality <= 0:
+        level = np.full(pairs, top, dtype=np.int64)
+    else:  # the number of failures before the first success of a Bernoulli(locality): geometric
+        level = np.floor(np.log1p(-rng.random(pairs)) / math.log1p(-locality)).astype(np.int64)
+    outside = rng.random(pairs) >= homophily
+    level[outside] += depth + 1
+    np.minimum(level, np.where(outside, top, depth), out=level)
+    return level
+
+
+def _split(rng, nodes: int, train_fraction: float, val_fraction: float, score: np.ndarray | None):
+    """(train, val, test) masks: by a random permutation, or by descending ``score``."""
+    ranked = rng.permutation(nodes) if score is None else np.argsort(-score, kind="stable")
+    n_train, n_val = int(train_fraction * nodes), int(val_fraction * nodes)
+    masks = [np.zeros(nodes, dtype=bool) for _ in range(3)]
+    masks[0][ranked[:n_train]] = True
+    masks[1][ranked[n_train:n_train + n_val]] = True
+    masks[2][ranked[n_train + n_val:]] = True
+    return masks
+
+
+def generate_nested(*, nodes: int, avg_degree: float, features: int, classes: int, homophily: float,
+                    feature_noise: float, label_noise: float, train_fraction: float, val_fraction: float, seed: int,
+                    community_size: int, branching: int, locality: float, split: str,
+                    name: str = "synthetic") -> Graph:
+    if nodes < 2 or classes < 1 or classes > nodes or features < 1 or avg_degree <= 0:
+        raise SylvieError(f"synthetic: need nodes >= 2, 1 <= classes <= nodes, features >= 1, avg_degree > 0 "
+                          f"(got nodes={nodes}, classes={classes}, features={features}, avg_degree={avg_degree})")
+    if community_size < 2 or branching < 2 or not (0 <= locality <= 1) or split not in SPLITS:
+        raise SylvieError(f"synthetic (structure nested): need community_size >= 2, branching >= 2, locality in "
+                          f"[0, 1], split one of {', '.join(SPLITS)} (got community_size={community_size}, "
+                          f"branching={branching}, locality={locality}, split={split!r})")
+    rng = np.random.default_rng(seed)
+    cls, order, starts, ends, node_block, depth = _hierarchy(rng, nodes, classes, community_size, branching)
+    theta = rng.pareto(2.5, nodes) + 1.0
+    cum = np.concatenate([[0.0], np.cumsum(theta[order])])
+    pairs = int(round(nodes * avg_degree / 2))
+    top = node_block.shape[0] - 1  # the level of one community of every node
+    src = sample_in_blocks(rng, node_block[top, :1].repeat(pairs), order, cum, starts, ends)
+    level = _levels(rng, pairs, homophily, locality, depth, top)
+    block = node_block[level, src]
+    del level
+    dst = sample_in_blocks(rng, block, order, cum, starts, ends)
+    del block
+    key = undirected_keys(src, dst, nodes)
+    del src, dst
+    dst = key % nodes
+    src = np.floor_divide(key, nodes, out=key)
+
+    centroids = rng.standard_normal((classes, features)).astype(np.float32)
+    labels = cls
+    if label_noise > 0:  # drawn after the edges: the structure is the same whatever label_noise is
+        atypical = rng.random(nodes) < label_noise
+        labels = cls.copy()
+        labels[atypical] = rng.integers(0, classes, int(atypical.sum()))
+    feats = class_features(rng, centroids, labels, feature_noise)
+    score = theta * np.exp(_SCORE_NOISE * rng.standard_normal(nodes)) if split == "score" else None
+    masks = _split(rng, nodes, train_fraction, val_fraction, score)
+    params = {"nodes": nodes, "avg_degree": avg_degree, "features": features, "classes": classes,
+              "homophily": homophily, "feature_noise": feature_noise, "label_noise": label_noise,
+              "train_fraction": train_fraction, "val_fraction": val_fraction, "seed": seed,
+              "community_size": community_size, "branching": branching, "locality": locality, "split": split}
+    return Graph(name=name, src=src, dst=dst, features=feats, labels=labels.astype(np.int64), train_mask=masks[0],
+                 val_mask=masks[1], test_mask=masks[2], num_classes=classes,
+                 info={"generator": "nested-communities", "params": params})
