@@ -128,6 +128,12 @@ def undirected_keys(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> np.ndar
     return keys[1:] if loops.any() else keys
 
 
+def edges_of_keys(keys: np.ndarray, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """(src, dst) of the keys ``src * num_nodes + dst``; src is written over ``keys`` (no longer usable)."""
+    dst = keys % num_nodes
+    return np.floor_divide(keys, num_nodes, out=keys), dst
+
+
 def remove_self_loops(src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
     keep = src != dst
     return src[keep], dst[keep], int((~keep).sum())

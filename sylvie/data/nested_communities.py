@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from sylvie.data.graph import Graph, undirected_keys
+from sylvie.data.graph import Graph, edges_of_keys, undirected_keys
 from sylvie.data.synthetic import class_features, sample_in_blocks
 from sylvie.errors import SylvieError
 
@@ -129,8 +129,7 @@ def generate_nested(*, nodes: int, avg_degree: float, features: int, classes: in
     del block
     key = undirected_keys(src, dst, nodes)
     del src, dst
-    dst = key % nodes
-    src = np.floor_divide(key, nodes, out=key)
+    src, dst = edges_of_keys(key, nodes)
 
     centroids = rng.standard_normal((classes, features)).astype(np.float32)
     labels = cls

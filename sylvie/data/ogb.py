@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sylvie.data.graph import Graph, remove_self_loops, undirected_keys
+from sylvie.data.graph import Graph, edges_of_keys, remove_self_loops, undirected_keys
 from sylvie.errors import SylvieError
 
 NAMES = ("ogbn-arxiv", "ogbn-products", "ogbn-papers100M")
@@ -110,7 +110,7 @@ def load_ogb(name: str, root: str | Path, mirror: str | None = None, timeout_s: 
     src, dst, loops = remove_self_loops(src, dst)
     if SYMMETRIZE[name]:
         key = undirected_keys(src, dst, int(graph["num_nodes"]))  # np.unique hashes: ~60x slower at products' size
-        src, dst = key // graph["num_nodes"], key % graph["num_nodes"]
+        src, dst = edges_of_keys(key, int(graph["num_nodes"]))
     n = int(graph["num_nodes"])
     labels = np.asarray(labels, dtype=np.float64).reshape(-1)
     masks = {}

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sylvie.data.graph import Graph, undirected_keys
+from sylvie.data.graph import Graph, edges_of_keys, undirected_keys
 from sylvie.errors import SylvieError
 
 _ROWS = 1 << 16  # the rows of features given their centroids at a time
@@ -114,8 +114,7 @@ def _edges(rng, labels: np.ndarray, classes: int, pairs: int, homophily: float) 
     del dst_block
     key = undirected_keys(src, dst, nodes)
     del src, dst
-    dst = key % nodes
-    return np.floor_divide(key, nodes, out=key), dst  # in place: the keys are not needed any more
+    return edges_of_keys(key, nodes)
 
 
 def class_features(rng, centroids: np.ndarray, labels: np.ndarray, feature_noise: float) -> np.ndarray:
