@@ -1,4 +1,5 @@
 """Shards partition the graph exactly: every node once, every edge once, halo tables consistent."""
+import dataclasses
 import json
 
 import numpy as np
@@ -109,6 +110,40 @@ def test_metis_adjacency_is_the_undirected_loop_free_graph():
     assert xadj.dtype == adjncy.dtype == np.int64  # pymetis's idx_t: passed without a copy
     np.testing.assert_array_equal(xadj, a.indptr)
     np.testing.assert_array_equal(adjncy, a.indices)
+
+
+@pytest.mark.unit
+def test_a_graph_stored_undirected_is_its_own_csr_and_topology():
+    """The sorted undirected form (what the generators and symmetrised loaders store) skips the sorts: the same
+    METIS adjacency and the same topology as the sorts give its edges in another order; anything else is not taken
+    for it (loops, duplicates, a missing direction, another order)."""
+    from sylvie.data.edge_form import stored_undirected
+    from sylvie.data.graph import edges_of_keys, undirected_keys
+    from sylvie.partition.shard_writer import _topology_columns
+
+    g = _untidy_graph()
+    n = g.num_nodes
+    src, dst = edges_of_keys(undirected_keys(g.src, g.dst, n), n)
+    tidy = dataclasses.replace(g, src=src, dst=dst)
+    shuffled = np.random.default_rng(0).permutation(src.shape[0])
+    assert stored_undirected(src, dst, n) and not stored_undirected(g.src, g.dst, n)
+    assert not stored_undirected(src[shuffled], dst[shuffled], n)
+    assert not stored_undirected(np.delete(src, 5), np.delete(dst, 5), n)  # one direction of an edge missing
+    assert not stored_undirected(np.insert(src, 5, src[5]), np.insert(dst, 5, dst[5]), n)  # a duplicate
+    assert not stored_undirected(np.insert(src, 0, 0), np.insert(dst, 0, 0), n)  # a self-loop
+    for fast, slow in zip(symmetric_csr(tidy), symmetric_csr(g), strict=True):
+        np.testing.assert_array_equal(fast, slow)
+    assign = np.random.default_rng(1).integers(0, 5, n)
+    counts = np.bincount(assign, minlength=5)
+    local_of = np.empty(n, dtype=np.int64)
+    order = np.argsort(assign, kind="stable")
+    local_of[order] = np.arange(n) - np.repeat(np.cumsum(counts) - counts, counts)
+    in_deg = np.bincount(dst, minlength=n)
+    by_sort = _topology_columns(tidy, assign, local_of, counts, in_deg, undirected=False)
+    renumbered = _topology_columns(tidy, assign, local_of, counts, in_deg, undirected=True)
+    assert by_sort[1] == renumbered[1]
+    for name, column in by_sort[0].items():
+        np.testing.assert_array_equal(renumbered[0][name], column)
 
 
 @pytest.mark.unit

@@ -11,6 +11,8 @@ The directory is written atomically and validated both when written and when rea
 """
 from __future__ import annotations
 
+import dataclasses
+
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -44,6 +46,9 @@ class Graph:
     test_mask: np.ndarray
     num_classes: int
     info: dict = field(default_factory=dict)
+    # (in-degree, out-degree) of every node once :func:`degrees` counted them (kept by dataclasses.replace of
+    # anything but the edges)
+    counted_degrees: tuple | None = field(default=None, repr=False, compare=False)
 
     @property
     def num_nodes(self) -> int:
@@ -97,10 +102,13 @@ class Graph:
 
 
 def degrees(graph: Graph) -> tuple[np.ndarray, np.ndarray]:
-    """Global (in_degree, out_degree) of every node, int64."""
-    n = graph.num_nodes
-    return (np.bincount(graph.dst, minlength=n).astype(np.int64),
-            np.bincount(graph.src, minlength=n).astype(np.int64))
+    """Global (in_degree, out_degree) of every node, int64; counted once per graph (two passes over the edges: seconds
+    at products' scale)."""
+    if graph.counted_degrees is None:
+        n = graph.num_nodes
+        graph.counted_degrees = (np.bincount(graph.dst, minlength=n).astype(np.int64),
+                                 np.bincount(graph.src, minlength=n).astype(np.int64))
+    return graph.counted_degrees
 
 
 def sorted_unique(keys: np.ndarray) -> np.ndarray:
@@ -235,24 +243,49 @@ def load_meta(directory: str | Path) -> dict:
     return meta
 
 
-def load_graph(directory: str | Path) -> Graph:
-    """Read and validate a canonical graph written by :func:`save_graph`."""
+def load_graph(directory: str | Path, features: bool = True) -> Graph:
+    """Read and validate a canonical graph written by :func:`save_graph`, checked against its fingerprint. Without
+    ``features``: its structure, labels and splits only (a features matrix of no columns), not checked against the
+    fingerprint, which needs every array: for a stage that needs the features later, if at all (the partition
+    stage: METIS needs the edges only; :func:`with_features` adds them, :func:`check_fingerprint` checks)."""
     directory = Path(directory)
     meta = load_meta(directory)
-    nodes = _read_arrow(directory / "nodes.arrow", {"feat": "fixed_size_list<float32>", "label": pa.int64(),
-                                                     **{s: pa.bool_() for s in SPLITS}})
+    node_columns = {"label": pa.int64(), **{s: pa.bool_() for s in SPLITS}}
+    nodes = _read_arrow(directory / "nodes.arrow", {"feat": "fixed_size_list<float32>", **node_columns})
     edges = _read_arrow(directory / "edges.arrow", {"src": pa.int64(), "dst": pa.int64()})
     d = nodes.schema.field("feat").type.list_size
+    labels = _column(nodes, "label")
     graph = Graph(
         name=meta.get("name", directory.name),
         src=_column(edges, "src"), dst=_column(edges, "dst"),
-        features=_column(nodes, "feat").reshape(-1, d),
-        labels=_column(nodes, "label"),
+        features=_column(nodes, "feat").reshape(-1, d) if features else np.empty((labels.shape[0], 0), np.float32),
+        labels=labels,
         **{f"{s}_mask": _column(nodes, s) for s in SPLITS},
         num_classes=int(meta["num_classes"]), info=meta,
     )
     graph.validate(str(directory / "nodes.arrow"))
-    if graph.fingerprint() != meta.get("fingerprint"):
+    if features:
+        check_fingerprint(graph, directory)
+    return graph
+
+
+def with_features(structure: Graph, directory: str | Path) -> Graph:
+    """``structure`` (read by ``load_graph(directory, features=False)``) with its features read from ``directory``
+    now, validated; not checked against the fingerprint (:func:`check_fingerprint` does, over every array). A
+    meta.json that changed since ``structure`` was read (the dataset was replaced) is an error."""
+    directory = Path(directory)
+    if load_meta(directory).get("fingerprint") != structure.info.get("fingerprint"):
+        raise SylvieError(f"{directory}: the dataset was replaced while it was being read; rerun the command")
+    nodes = _read_arrow(directory / "nodes.arrow", {"feat": "fixed_size_list<float32>"})
+    d = nodes.schema.field("feat").type.list_size
+    graph = dataclasses.replace(structure, features=_column(nodes, "feat").reshape(-1, d))
+    graph.validate(str(directory / "nodes.arrow"))
+    return graph
+
+
+def check_fingerprint(graph: Graph, directory: str | Path) -> None:
+    """That ``graph``, read from ``directory``, is what ``sylvie download`` wrote there (its meta.json's fingerprint);
+    else a SylvieError naming the directory."""
+    if graph.fingerprint() != graph.info.get("fingerprint"):
         raise SylvieError(f"{directory}: the content of nodes.arrow and edges.arrow does not match the fingerprint "
                           f"in meta.json; the files were changed after download; rerun `sylvie download`")
-    return graph

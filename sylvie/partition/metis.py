@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sylvie.data.edge_form import csr_offsets, stored_undirected
 from sylvie.data.graph import Graph, undirected_keys
 from sylvie.partition.balance import DEFAULT_TOLERANCE, vertex_weights
 from sylvie.partition.metis_library import part_graph_kway
@@ -21,21 +22,27 @@ class MetisInput:
     vweights: np.ndarray  # int64 [n, constraints]
 
 
-def symmetric_csr(graph: Graph) -> tuple[np.ndarray, np.ndarray]:
+def symmetric_csr(graph: Graph, undirected: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(xadj, adjncy), int64: the undirected, loop-free, unweighted adjacency METIS requires, every row's
-    neighbours ascending. From the sorted keys row * n + neighbour: one sort, where scipy's coo -> csr, a + a.T
-    and the index copies took several passes and copies of the edges."""
+    neighbours ascending. A graph stored in that form already (``sylvie.data.edge_form``) is its own CSR; any other
+    from the sorted keys row * n + neighbour: one sort, where scipy's coo -> csr, a + a.T
+    and the index copies took several passes and copies of the edges. ``undirected``: whether the graph is in that
+    form (None: checked here)."""
     n = graph.num_nodes
+    if undirected is None:
+        undirected = stored_undirected(graph.src, graph.dst, n)
+    if undirected:  # the edge list is that CSR: its destinations, as they are
+        return csr_offsets(graph.src, n), graph.dst
     key = undirected_keys(graph.src, graph.dst, n)
     xadj = np.searchsorted(key, np.arange(n + 1, dtype=np.int64) * n)  # where each row's keys begin
     return xadj, np.remainder(key, n, out=key)
 
 
-def metis_input(graph: Graph, regime: str = "full") -> MetisInput:
+def metis_input(graph: Graph, regime: str = "full", undirected: bool | None = None) -> MetisInput:
     """The adjacency and the balance constraints of ``regime`` (``sylvie.partition.balance``) as METIS's
     multi-constraint vertex weights: for full-graph training one per node, one per training node, and the node's
     in-degree (the edges its part will store)."""
-    xadj, adjncy = symmetric_csr(graph)
+    xadj, adjncy = symmetric_csr(graph, undirected)
     return MetisInput(xadj, adjncy, vertex_weights(graph, regime))
 
 

@@ -2,6 +2,8 @@
 (``sylvie.formats.partition_manifest``), given a node-to-part assignment."""
 from __future__ import annotations
 
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -10,9 +12,11 @@ import pyarrow.ipc as ipc
 from tqdm import tqdm
 
 from sylvie.atomic import atomic_path, file_sha256
+from sylvie.data.edge_form import stored_undirected
 from sylvie.data.graph import Graph, degrees
 from sylvie.formats.partition_manifest import write_manifest
 from sylvie.output_dir import PARTITION
+from sylvie.partition.renumbered_csr import in_sources_in_new_order
 from sylvie.partition.shard_format import INT_COLUMNS, MASK_COLUMNS, TOPOLOGY_FILE, shard_schema, topology_schema
 
 
@@ -66,7 +70,7 @@ def _part_columns(graph, assign, local_of, in_deg, out_deg, part, e_src, e_dst):
 
 
 def _topology_columns(graph: Graph, assign: np.ndarray, local_of: np.ndarray, counts: np.ndarray,
-                      in_deg: np.ndarray) -> tuple[dict, list]:
+                      in_deg: np.ndarray, undirected: bool) -> tuple[dict, list]:
     """The whole graph's in-edges (CSC: per destination its sources) in the partition's id space, where part k
     owns ids ``part_offsets[k] .. part_offsets[k+1]`` in the order of its shard's inner rows."""
     n = graph.num_nodes
@@ -76,29 +80,45 @@ def _topology_columns(graph: Graph, assign: np.ndarray, local_of: np.ndarray, co
     original[new_id] = np.arange(n)
     # by destination, sources ascending: one sort of the keys destination * n + source (a lexsort of the two
     # columns took several times longer), each source the remainder of its key
-    key = new_id[graph.dst]
-    key *= n
-    key += new_id[graph.src]
-    key.sort()
-    in_src = np.remainder(key, n, out=key)
+    if undirected:  # every row is there in order already: renumbered without a sort
+        in_src = in_sources_in_new_order(graph.src, graph.dst, assign, new_id, original)
+    else:
+        key = new_id[graph.dst]
+        key *= n
+        key += new_id[graph.src]
+        key.sort()
+        in_src = np.remainder(key, n, out=key)
     indptr = np.concatenate([[0], np.cumsum(in_deg[original])]).astype(np.int64)
     return {"in_indptr": indptr, "in_src": in_src, "original_id": original}, part_offsets.tolist()
 
 
-def _write_topology(path: Path, columns: dict[str, np.ndarray]) -> None:
+def _write_topology_of(path: Path, graph: Graph, assign: np.ndarray, local_of: np.ndarray, counts: np.ndarray,
+                       in_deg: np.ndarray, undirected: bool) -> list:
+    """Build and write ``topology.arrow``; returns the part offsets."""
+    columns, part_offsets = _topology_columns(graph, assign, local_of, counts, in_deg, undirected)
     schema = topology_schema()
     arrays = [_one_row(columns[field.name], field.type) for field in schema]
     with ipc.new_file(path, schema) as w:
         w.write_batch(pa.record_batch(arrays, schema=schema))
+    return part_offsets
 
 
 def write_shards(graph: Graph, assign: np.ndarray, out_dir: str | Path, method: str, seed: int,
                  dataset_fingerprint: str, progress: bool = True, inputs: tuple = (),
-                 balance: dict | None = None) -> dict:
+                 balance: dict | None = None, undirected: bool | None = None,
+                 verify: Callable[[], None] | None = None) -> dict:
     """Write ``part-<k>.arrow`` for every part, ``topology.arrow`` and ``manifest.json`` into ``out_dir``
     atomically and return the manifest; an existing ``out_dir`` is replaced only if it is an earlier partition
     (``inputs``: the dataset it was cut from). ``balance``: what the partition balances and achieved
-    (``sylvie.partition.balance.balance_record``), recorded in the manifest."""
+    (``sylvie.partition.balance.balance_record``), recorded in the manifest. ``undirected``: whether the graph's
+    edges are in their sorted undirected form (``sylvie.data.edge_form``; None: checked here). ``verify``: a check
+    of the input run beside the topology's build (e.g. the graph against its fingerprint); if it raises, nothing is
+    written.
+
+    The topology is built, the input checked and every shard's checksum taken in worker threads while the shards
+    are cut one after the other (numpy, the numba kernels, Arrow's writer and sha256 let go of the GIL), so two
+    cores share the work. (Cutting two shards at once was slower at products' scale: threads of one process that
+    touch fresh memory wait for each other's page faults.)"""
     parts = int(assign.max()) + 1 if assign.size else 0
     n = graph.num_nodes
     counts = np.bincount(assign, minlength=parts)
@@ -106,24 +126,36 @@ def write_shards(graph: Graph, assign: np.ndarray, out_dir: str | Path, method: 
     order = np.argsort(assign, kind="stable")
     local_of[order] = np.arange(n) - np.repeat(np.cumsum(counts) - counts, counts)
     in_deg, out_deg = degrees(graph)
-    dst_part = assign.astype(np.min_scalar_type(parts - 1))[graph.dst]  # a byte an edge for up to 256 parts
-    entries, edge_cut = [], 0
-    with atomic_path(out_dir, directory=True, kind=PARTITION, inputs=inputs) as tmp:
+    if undirected is None:
+        undirected = stored_undirected(graph.src, graph.dst, n)
+    # the pool inside the output's context: on an error its threads end before the half-written output is removed
+    with atomic_path(out_dir, directory=True, kind=PARTITION, inputs=inputs) as tmp, ThreadPoolExecutor(2) as pool:
+        checked = pool.submit(verify) if verify is not None else None
+        topology = pool.submit(_write_topology_of, tmp / TOPOLOGY_FILE, graph, assign, local_of, counts, in_deg,
+                               undirected)
+        dst_part = assign.astype(np.min_scalar_type(parts - 1))[graph.dst]  # a byte an edge for up to 256 parts
+        if checked is not None:  # before the progress bar: a bad input is one line of error
+            checked.result()
+
+        entries, sums, edge_cut = [], {}, 0
         for k in tqdm(range(parts), desc="shards", unit="part", disable=not progress):
-            sel = np.flatnonzero(dst_part == k)  # in edge order, as a stable sort by part would give
+            # its edges, in edge order (a counting sort of every edge by part was slower: 8 bytes an edge of fresh
+            # memory, whose first touch costs more than a pass per part over a byte an edge)
+            sel = np.flatnonzero(dst_part == k)
             cols = _part_columns(graph, assign, local_of, in_deg, out_deg, k, graph.src[sel], graph.dst[sel])
             edge_cut += int((cols["edge_src"] >= len(cols["global_id"])).sum())  # edges from halo rows
             name = f"part-{k}.arrow"
             _write_shard(tmp / name, cols, graph.features.shape[1])
+            sums[name] = pool.submit(file_sha256, tmp / name)
             entries.append({
-                "part": k, "file": name, "sha256": file_sha256(tmp / name),
+                "part": k, "file": name,
                 "inner_nodes": int(len(cols["global_id"])), "train_nodes": int(cols["train"].sum()),
                 "edges": int(len(cols["edge_src"])), "halo_nodes": int(len(cols["halo_global_id"])),
                 "halo_from": np.bincount(cols["halo_owner"], minlength=parts).astype(int).tolist(),
             })
-        del dst_part
-        topology, part_offsets = _topology_columns(graph, assign, local_of, counts, in_deg)
-        _write_topology(tmp / TOPOLOGY_FILE, topology)
+        for e in entries:
+            e["sha256"] = sums[e["file"]].result()
+        part_offsets = topology.result()
         return write_manifest(tmp, {
             "dataset": graph.name, "dataset_fingerprint": dataset_fingerprint,
             "method": method, "seed": seed, "num_parts": parts, "num_nodes": n, "num_edges": graph.num_edges,

@@ -6,7 +6,8 @@ from pathlib import Path
 import numpy as np
 
 from sylvie.config import resolve_regime
-from sylvie.data.graph import load_graph
+from sylvie.data.edge_form import stored_undirected
+from sylvie.data.graph import check_fingerprint, load_graph, with_features
 from sylvie.errors import SylvieError
 from sylvie.output_dir import PARTITION, check_replaceable
 from sylvie.partition.balance import DEFAULT_TOLERANCE, balance_record
@@ -27,31 +28,35 @@ def partition_dataset(dataset_dir: str | Path, out_dir: str | Path, parts: int, 
     if method not in METHODS:
         raise SylvieError(f"partition method '{method}' is unknown; choose one of {', '.join(METHODS)}")
     check_replaceable(out_dir, PARTITION, inputs=(dataset_dir,))  # before any work
-    graph = load_graph(dataset_dir)
+    by_metis = method == "metis" and parts > 1
+    # METIS needs the structure only: the features are read (and the whole graph checked against its fingerprint)
+    # after it ran
+    graph = load_graph(dataset_dir, features=not by_metis)
     if parts < 1:
         raise SylvieError(f"parts must be >= 1, got {parts}")
     if parts > graph.num_nodes:
         raise SylvieError(f"parts={parts} is more than the {graph.num_nodes} nodes of {dataset_dir}; "
                           f"use at most {graph.num_nodes} parts")
+    undirected = stored_undirected(graph.src, graph.dst, graph.num_nodes)  # then nothing needs sorting
     if method == "random":
         assign = random_assign(graph.num_nodes, parts, seed)
-    elif parts == 1:
+    elif not by_metis:
         assign = np.zeros(graph.num_nodes, dtype=np.int64)
     else:
-        metis, fingerprint = metis_input(graph, regime), graph.info["fingerprint"]
-        # The graph is let go while METIS runs and read again after: the stage's peak memory is then METIS's own
-        # (~100 bytes an edge) and its input's, not that plus the graph's (16 bytes an edge, and the features).
-        del graph
+        # The features are read after METIS ran: the stage's peak memory is METIS's own (~100 bytes an edge) and
+        # the graph's structure (8 bytes an edge more: METIS's adjacency is the graph's destinations when the graph
+        # is stored undirected), not that plus the features; the graph is checked against its fingerprint beside
+        # the writing of the shards
+        metis = metis_input(graph, regime, undirected)
         assign = metis_assign(metis, parts, seed, tolerance)
         del metis
-        graph = load_graph(dataset_dir)
-        if graph.info["fingerprint"] != fingerprint:
-            raise SylvieError(f"{dataset_dir}: the dataset was replaced while it was being partitioned; rerun "
-                              f"`sylvie partition`")
+        graph = with_features(graph, dataset_dir)
     empty = sorted(set(range(parts)) - set(assign.tolist()))
     if empty:
         raise SylvieError(f"{method} left part(s) {empty} empty for {parts} parts of {graph.num_nodes} nodes; "
                           f"use fewer parts or method: random")
-    bound = tolerance if method == "metis" and parts > 1 else None  # what the partitioner was held to
+    bound = tolerance if by_metis else None  # what the partitioner was held to
+    verify = (lambda: check_fingerprint(graph, dataset_dir)) if by_metis else None  # load_graph checked the others
     return write_shards(graph, assign, out_dir, method, seed, graph.info["fingerprint"], progress=progress,
-                        inputs=(dataset_dir,), balance=balance_record(graph, assign, regime, bound))
+                        inputs=(dataset_dir,), balance=balance_record(graph, assign, regime, bound),
+                        undirected=undirected, verify=verify)
