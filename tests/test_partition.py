@@ -147,6 +147,23 @@ def test_a_graph_stored_undirected_is_its_own_csr_and_topology():
 
 
 @pytest.mark.unit
+def test_the_features_read_after_metis_are_the_same_datasets(tmp_path):
+    """The partition stage reads the structure, runs METIS, then the features: a dataset replaced in between is an
+    error, not a partition of two datasets."""
+    from sylvie.data.graph import with_features
+    from sylvie.errors import SylvieError
+
+    g = _untidy_graph()
+    save_graph(g, tmp_path / "g", "test")
+    structure = load_graph(tmp_path / "g", features=False)
+    assert structure.features.shape == (g.num_nodes, 0)
+    np.testing.assert_array_equal(with_features(structure, tmp_path / "g").features, g.features)
+    save_graph(dataclasses.replace(g, labels=(g.labels + 1) % 3), tmp_path / "g", "test")
+    with pytest.raises(SylvieError, match="replaced while it was being read"):
+        with_features(structure, tmp_path / "g")
+
+
+@pytest.mark.unit
 def test_shards_halo_order_topology_and_cut_of_an_untidy_graph(tmp_path):
     g = _untidy_graph()
     save_graph(g, tmp_path / "g", "test")

@@ -1,0 +1,90 @@
+"""The partition stage beside METIS's own k-way call on the same input, at products scale, in one run: seconds and
+peak memory of each, and their ratio (what the stage adds to METIS: reading the graph, METIS's input, the shards, the
+topology and the checksums).
+
+    python benchmarks/partition_scale.py                              # 2,449,029 nodes, nested communities
+    python benchmarks/partition_scale.py --scale 0.25 --structure blocks
+    python benchmarks/partition_scale.py --write benchmarks/README.md
+
+The graph: ogbn-products' shape (2,449,029 nodes at scale 1, average degree 50 asked, 100 features, 47 classes, 8%
+training and 2% validation nodes), from the nested-communities generator (``structure: nested``, its default
+community size, branching and locality; training nodes by score) or the block model (``structure: blocks``). Three
+commands, each a fresh process: ``sylvie partition`` (4 METIS parts balanced for full-graph training), a process that
+writes METIS's input of the same graph (``metis_input``: the CSR and the three constraints) to .npy files, and a
+process that reads them and calls METIS (``metis_assign``, the stage's options) and nothing else: its seconds are the
+call's own, its peak RSS that of METIS and its input. Peak memory: the process's peak RSS from the kernel.
+"""
+import argparse
+import re
+import sys
+from pathlib import Path
+
+from common import BIN, REPO, publish, run
+from scale import PRODUCTS_NODES
+
+SECTION = "partition-scale-table"
+METIS_INPUT = ("xadj", "adjncy", "vweights")
+DUMP = f"""
+import sys, numpy as np
+sys.path.insert(0, {str(REPO)!r})
+from sylvie.data.graph import load_graph
+from sylvie.partition.metis import metis_input
+m = metis_input(load_graph(sys.argv[1], features=False))
+for k in {METIS_INPUT!r}:
+    np.save(f"{{sys.argv[2]}}/{{k}}.npy", getattr(m, k))
+"""
+METIS_ALONE = f"""
+import sys, time, numpy as np
+sys.path.insert(0, {str(REPO)!r})
+from sylvie.partition.metis import MetisInput, metis_assign
+m = MetisInput(*(np.load(f"{{sys.argv[1]}}/{{k}}.npy") for k in {METIS_INPUT!r}))
+t = time.perf_counter()
+metis_assign(m, int(sys.argv[2]))
+print(f"metis call {{time.perf_counter() - t:.3f}} s")
+"""
+
+
+def measured(cmd: list, log: Path) -> tuple[float, float]:
+    ran = run(cmd, log=log, timeout_s=3 * 3600)
+    return ran.seconds, ran.max_rss_kib * 1024 / 1e9
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--scale", type=float, default=1.0, help="fraction of products' nodes (default: 1)")
+    ap.add_argument("--structure", choices=["nested", "blocks"], default="nested", help="the generator's model")
+    ap.add_argument("--parts", type=int, default=4)
+    ap.add_argument("--work", default="results/bench-partition-scale", help="graph, partition and logs go here")
+    ap.add_argument("--write", help="a Markdown file whose table (between the markers) is replaced")
+    args = ap.parse_args()
+    work = Path(args.work) / f"{args.structure}-x{args.scale:g}"
+    work.mkdir(parents=True, exist_ok=True)
+    nodes = int(round(PRODUCTS_NODES * args.scale))
+    graph, part, metis_dir = work / "graph", work / f"metis-p{args.parts}", work / "metis-input"
+    metis_dir.mkdir(exist_ok=True)
+    gen = [BIN / "sylvie", "download", "synthetic", "--out", graph, "--nodes", nodes, "--avg-degree", "50",
+           "--features", "100", "--classes", "47", "--train-fraction", "0.08", "--val-fraction", "0.02",
+           "--structure", args.structure] + (["--split", "score"] if args.structure == "nested" else [])
+    gen_s, gen_gb = measured(gen, work / "generate.log")
+    stage_s, stage_gb = measured([BIN / "sylvie", "partition", graph, "--out", part, "--parts", args.parts],
+                                 work / "partition.log")
+    measured([sys.executable, "-c", DUMP, graph, metis_dir], work / "dump.log")
+    _, metis_gb = measured([sys.executable, "-c", METIS_ALONE, metis_dir, args.parts], work / "metis.log")
+    metis_s = float(re.search(r"metis call ([\d.]+) s", (work / "metis.log").read_text()).group(1))
+    summary = (work / "partition.log").read_text()
+    cut = re.search(r"edge cut [\d,]+ \(([\d.]+)% of edges\)", summary).group(1)
+    edges = int(re.search(r'"num_edges": (\d+)', (part / "manifest.json").read_text()).group(1))
+    lines = [f"{args.structure} synthetic graph shaped like ogbn-products: {nodes:,} nodes, {edges:,} directed edges "
+             f"(average degree {edges / nodes:.1f}), 100 features; generated in {gen_s:.1f} s, {gen_gb:.2f} GB peak; "
+             f"{args.parts} METIS parts (edge cut {cut}%), 2 cores:", "",
+             "| what | seconds | peak RSS GB |", "| --- | --- | --- |",
+             f"| METIS's own k-way call on the stage's input (the call alone; the process: METIS and its input) | "
+             f"{metis_s:.1f} | {metis_gb:.2f} |",
+             f"| `sylvie partition` (read, METIS, shards, topology, checksums, summary) | {stage_s:.1f} | "
+             f"{stage_gb:.2f} |",
+             f"| stage / METIS | {stage_s / metis_s:.2f}x | {stage_gb / metis_gb:.2f}x |"]
+    publish("\n".join(lines), args.write, SECTION)
+
+
+if __name__ == "__main__":
+    main()
