@@ -56,3 +56,17 @@ def csr_offsets(src: np.ndarray, num_nodes: int) -> np.ndarray:
     offsets = np.zeros(num_nodes + 1, dtype=np.int64)
     np.cumsum(np.bincount(src, minlength=num_nodes), out=offsets[1:])
     return offsets
+
+
+@njit(cache=True, nogil=True)
+def _fill_rows(offsets, out):
+    for row in range(offsets.shape[0] - 1):
+        out[offsets[row]:offsets[row + 1]] = row
+
+
+def rows_of(offsets: np.ndarray) -> np.ndarray:
+    """int64: the source of every edge of a CSR (``offsets`` its row starts): the inverse of :func:`csr_offsets`,
+    in one pass."""
+    out = np.empty(int(offsets[-1]), dtype=np.int64)
+    _fill_rows(offsets, out)
+    return out

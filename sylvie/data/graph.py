@@ -271,14 +271,19 @@ def load_graph(directory: str | Path, features: bool = True) -> Graph:
 
 def with_features(structure: Graph, directory: str | Path) -> Graph:
     """``structure`` (read by ``load_graph(directory, features=False)``) with its features read from ``directory``
-    now, validated; not checked against the fingerprint (:func:`check_fingerprint` does, over every array). A
-    meta.json that changed since ``structure`` was read (the dataset was replaced) is an error."""
+    now, and its edge columns where they were let go (None), validated; not checked against the fingerprint
+    (:func:`check_fingerprint` does, over every array). A meta.json that changed since ``structure`` was read (the
+    dataset was replaced) is an error."""
     directory = Path(directory)
     if load_meta(directory).get("fingerprint") != structure.info.get("fingerprint"):
         raise SylvieError(f"{directory}: the dataset was replaced while it was being read; rerun the command")
     nodes = _read_arrow(directory / "nodes.arrow", {"feat": "fixed_size_list<float32>"})
     d = nodes.schema.field("feat").type.list_size
-    graph = dataclasses.replace(structure, features=_column(nodes, "feat").reshape(-1, d))
+    edges = {}
+    if structure.src is None or structure.dst is None:
+        table = _read_arrow(directory / "edges.arrow", {"src": pa.int64(), "dst": pa.int64()})
+        edges = {k: _column(table, k) for k in ("src", "dst") if getattr(structure, k) is None}
+    graph = dataclasses.replace(structure, features=_column(nodes, "feat").reshape(-1, d), **edges)
     graph.validate(str(directory / "nodes.arrow"))
     return graph
 

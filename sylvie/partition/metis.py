@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sylvie.data.edge_form import csr_offsets, stored_undirected
-from sylvie.data.graph import Graph, undirected_keys
+from sylvie.data.edge_form import stored_undirected
+from sylvie.data.graph import Graph, degrees, undirected_keys
 from sylvie.partition.balance import DEFAULT_TOLERANCE, vertex_weights
 from sylvie.partition.metis_library import part_graph_kway
 
@@ -31,8 +31,10 @@ def symmetric_csr(graph: Graph, undirected: bool | None = None) -> tuple[np.ndar
     n = graph.num_nodes
     if undirected is None:
         undirected = stored_undirected(graph.src, graph.dst, n)
-    if undirected:  # the edge list is that CSR: its destinations, as they are
-        return csr_offsets(graph.src, n), graph.dst
+    if undirected:  # the edge list is that CSR: its destinations, as they are; its rows' lengths the out-degrees
+        xadj = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(degrees(graph)[1], out=xadj[1:])
+        return xadj, graph.dst
     key = undirected_keys(graph.src, graph.dst, n)
     xadj = np.searchsorted(key, np.arange(n + 1, dtype=np.int64) * n)  # where each row's keys begin
     return xadj, np.remainder(key, n, out=key)

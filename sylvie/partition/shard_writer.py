@@ -37,6 +37,12 @@ def _write_shard(path: Path, columns: dict[str, np.ndarray], num_features: int) 
         w.write_batch(pa.record_batch(arrays, schema=schema))
 
 
+def _write_and_sum(path: Path, columns: dict[str, np.ndarray], num_features: int) -> str:
+    """Write a shard; its sha256."""
+    _write_shard(path, columns, num_features)
+    return file_sha256(path)
+
+
 def _halo(assign: np.ndarray, halo_src: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(halo, row): the distinct sources ``halo_src`` of a part's cut edges sorted by (owner, global id),
     the order of the halo table, and the row of each of ``halo_src`` in it. Marks in a node-sized array and a
@@ -145,8 +151,7 @@ def write_shards(graph: Graph, assign: np.ndarray, out_dir: str | Path, method: 
             cols = _part_columns(graph, assign, local_of, in_deg, out_deg, k, graph.src[sel], graph.dst[sel])
             edge_cut += int((cols["edge_src"] >= len(cols["global_id"])).sum())  # edges from halo rows
             name = f"part-{k}.arrow"
-            _write_shard(tmp / name, cols, graph.features.shape[1])
-            sums[name] = pool.submit(file_sha256, tmp / name)
+            sums[name] = pool.submit(_write_and_sum, tmp / name, cols, graph.features.shape[1])
             entries.append({
                 "part": k, "file": name,
                 "inner_nodes": int(len(cols["global_id"])), "train_nodes": int(cols["train"].sum()),
