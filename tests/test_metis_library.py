@@ -79,6 +79,17 @@ def test_a_partition_balanced_for_sampled_training_says_so(cora_dir, tmp_path):
     assert "balanced for sampled training (each within 1.05 of the mean)" in format_summary(manifest)
 
 
+def test_every_seed_is_a_partition_of_its_own(graph):
+    """METIS seeds srand, which takes 0 and 1 for the same seed: metis_assign's seeds 0 and 1 differ, and its seed 0
+    is the partition METIS's seed 0 (= 1) gives."""
+    m = metis_input(graph)
+    zero, one = metis_assign(m, 4, seed=0), metis_assign(m, 4, seed=1)
+    assert (zero != one).any()
+    assert np.array_equal(part_graph_kway(m.xadj, m.adjncy, 4, m.vweights, seed=0)[0],
+                          part_graph_kway(m.xadj, m.adjncy, 4, m.vweights, seed=1)[0])  # srand(0) == srand(1)
+    assert np.array_equal(zero, part_graph_kway(m.xadj, m.adjncy, 4, m.vweights, seed=0)[0])
+
+
 def test_the_tolerance_is_each_constraints_bound(graph):
     """A looser bound lets METIS cut fewer edges and stays a bound (the float32 ubvec read at its width)."""
     m = metis_input(graph)

@@ -51,6 +51,10 @@ def metis_input(graph: Graph, regime: str = "full", undirected: bool | None = No
 def metis_assign(metis: MetisInput, parts: int, seed: int = 0, tolerance: float = DEFAULT_TOLERANCE) -> np.ndarray:
     """Part id (int64) of every node: k-way (recursive bisection cuts more edges: synthetic 200K nodes 16.2% instead
     of 15.0% at 4 parts, 18.8% instead of 17.5% at 8; Cora at 4: 6.7% instead of 5.7%), every constraint of every
-    part within ``tolerance`` times its mean over the parts."""
-    assign, _ = part_graph_kway(metis.xadj, metis.adjncy, parts, metis.vweights, tolerance, seed)
+    part within ``tolerance`` times its mean over the parts.
+
+    METIS seeds the C library's ``srand``, which takes seeds 0 and 1 for the same (glibc): METIS gets ``seed + 1``
+    (its low 32 bits), so that seeds 0 and 1 give different partitions and seed 0 the one it always gave; only
+    seed 4294967295 wraps to seed 0's."""
+    assign, _ = part_graph_kway(metis.xadj, metis.adjncy, parts, metis.vweights, tolerance, (seed + 1) % 2 ** 32)
     return assign
