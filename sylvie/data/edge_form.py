@@ -51,10 +51,11 @@ def stored_undirected(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> bool:
     return bool(_scan(src, dst, np.int64(num_nodes)))
 
 
-def csr_offsets(src: np.ndarray, num_nodes: int) -> np.ndarray:
-    """int64 [num_nodes + 1]: where each source's row begins in an edge list sorted by source."""
-    offsets = np.zeros(num_nodes + 1, dtype=np.int64)
-    np.cumsum(np.bincount(src, minlength=num_nodes), out=offsets[1:])
+def row_offsets(lengths: np.ndarray) -> np.ndarray:
+    """int64 [len(lengths) + 1]: where each row of a CSR begins, given every row's length (for an edge list in the
+    sorted undirected form: the nodes' degrees)."""
+    offsets = np.zeros(lengths.shape[0] + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
     return offsets
 
 
@@ -65,7 +66,7 @@ def _fill_rows(offsets, out):
 
 
 def rows_of(offsets: np.ndarray) -> np.ndarray:
-    """int64: the source of every edge of a CSR (``offsets`` its row starts): the inverse of :func:`csr_offsets`,
+    """int64: the source of every edge of a CSR (``offsets`` its row starts): the inverse of :func:`row_offsets`,
     in one pass."""
     out = np.empty(int(offsets[-1]), dtype=np.int64)
     _fill_rows(offsets, out)

@@ -11,11 +11,9 @@ The directory is written atomically and validated both when written and when rea
 """
 from __future__ import annotations
 
-import dataclasses
-
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -283,7 +281,7 @@ def with_features(structure: Graph, directory: str | Path) -> Graph:
     if structure.src is None or structure.dst is None:
         table = _read_arrow(directory / "edges.arrow", {"src": pa.int64(), "dst": pa.int64()})
         edges = {k: _column(table, k) for k in ("src", "dst") if getattr(structure, k) is None}
-    graph = dataclasses.replace(structure, features=_column(nodes, "feat").reshape(-1, d), **edges)
+    graph = replace(structure, features=_column(nodes, "feat").reshape(-1, d), **edges)
     graph.validate(str(directory / "nodes.arrow"))
     return graph
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from sylvie.errors import SylvieError
 
 NUMBER = (int, float)
-_TYPE_WORDS = {int: "an integer", str: "a string", dict: "an object", bool: "true or false", list: "a list"}
+_TYPE_WORDS = {int: "an integer", str: "a string", dict: "an object", bool: "true or false"}
 
 
 def read_text(path: Path, what: str, fix: str) -> str:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sylvie.data.edge_form import stored_undirected
+from sylvie.data.edge_form import row_offsets, stored_undirected
 from sylvie.data.graph import Graph, degrees, undirected_keys
 from sylvie.partition.balance import DEFAULT_TOLERANCE, vertex_weights
 from sylvie.partition.metis_library import part_graph_kway
@@ -32,9 +32,7 @@ def symmetric_csr(graph: Graph, undirected: bool | None = None) -> tuple[np.ndar
     if undirected is None:
         undirected = stored_undirected(graph.src, graph.dst, n)
     if undirected:  # the edge list is that CSR: its destinations, as they are; its rows' lengths the out-degrees
-        xadj = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(degrees(graph)[1], out=xadj[1:])
-        return xadj, graph.dst
+        return row_offsets(degrees(graph)[1]), graph.dst
     key = undirected_keys(graph.src, graph.dst, n)
     xadj = np.searchsorted(key, np.arange(n + 1, dtype=np.int64) * n)  # where each row's keys begin
     return xadj, np.remainder(key, n, out=key)

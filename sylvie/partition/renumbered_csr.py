@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from sylvie.data.edge_form import csr_offsets
+from sylvie.data.edge_form import row_offsets
 
 
 @njit(cache=True, nogil=True)
@@ -31,12 +31,12 @@ def _rows(original, xadj, neighbours, part_of, new_id, parts, out):
         pos += last - first
 
 
-def in_sources_in_new_order(src: np.ndarray, dst: np.ndarray, assign: np.ndarray, new_id: np.ndarray,
+def in_sources_in_new_order(degree: np.ndarray, dst: np.ndarray, assign: np.ndarray, new_id: np.ndarray,
                             original: np.ndarray) -> np.ndarray:
     """int64: for each new id in turn (node ``original[i]`` is new id i), the new ids of its in-neighbours ascending,
     for a graph whose ``src -> dst`` is its sorted undirected form (so its in-neighbours are its out-neighbours, the
-    row of ``dst`` it starts)."""
+    row of ``dst`` it starts) and ``degree`` every node's degree (its row's length)."""
     n = assign.shape[0]
     out = np.empty(dst.shape[0], dtype=np.int64)
-    _rows(original, csr_offsets(src, n), dst, assign, new_id, int(assign.max()) + 1 if n else 0, out)
+    _rows(original, row_offsets(degree), dst, assign, new_id, int(assign.max()) + 1 if n else 0, out)
     return out

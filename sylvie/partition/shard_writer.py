@@ -87,7 +87,7 @@ def _topology_columns(graph: Graph, assign: np.ndarray, local_of: np.ndarray, co
     # by destination, sources ascending: one sort of the keys destination * n + source (a lexsort of the two
     # columns took several times longer), each source the remainder of its key
     if undirected:  # every row is there in order already: renumbered without a sort
-        in_src = in_sources_in_new_order(graph.src, graph.dst, assign, new_id, original)
+        in_src = in_sources_in_new_order(in_deg, graph.dst, assign, new_id, original)
     else:
         key = new_id[graph.dst]
         key *= n

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 
 from sylvie.config import resolve_regime
-from sylvie.data.edge_form import csr_offsets, rows_of, stored_undirected
+from sylvie.data.edge_form import rows_of, stored_undirected
 from sylvie.data.graph import check_fingerprint, load_graph, with_features
 from sylvie.errors import SylvieError
 from sylvie.output_dir import PARTITION, check_replaceable
@@ -39,7 +39,7 @@ def partition_dataset(dataset_dir: str | Path, out_dir: str | Path, parts: int, 
                           f"use at most {graph.num_nodes} parts")
     undirected = stored_undirected(graph.src, graph.dst, graph.num_nodes)  # then nothing needs sorting
     if undirected:  # every node's in-degree is its out-degree, the length of its row
-        graph.counted_degrees = (np.diff(csr_offsets(graph.src, graph.num_nodes)),) * 2
+        graph.counted_degrees = (np.bincount(graph.src, minlength=graph.num_nodes).astype(np.int64),) * 2
     if method == "random":
         assign = random_assign(graph.num_nodes, parts, seed)
     elif not by_metis:
