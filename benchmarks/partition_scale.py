@@ -12,15 +12,16 @@ community size, branching and locality; training nodes by score) or the block mo
 commands, each a fresh process: ``sylvie partition`` (4 METIS parts balanced for full-graph training), a process that
 writes METIS's input of the same graph (``metis_input``: the CSR and the three constraints) to .npy files, and a
 process that reads them and calls METIS (``metis_assign``, the stage's options) and nothing else: its seconds are the
-call's own, its peak RSS that of METIS and its input. Peak memory: the process's peak RSS from the kernel.
+call's own, its peak RSS that of METIS and its input. Peak memory: ``scale.py``'s (the process's peak RSS from the
+kernel, or its summed PSS if larger).
 """
 import argparse
 import re
 import sys
 from pathlib import Path
 
-from common import BIN, REPO, publish, run
-from scale import PRODUCTS_NODES
+from common import BIN, REPO, publish
+from scale import PRODUCTS_NODES, measured
 
 SECTION = "partition-scale-table"
 METIS_INPUT = ("xadj", "adjncy", "vweights")
@@ -42,11 +43,6 @@ t = time.perf_counter()
 metis_assign(m, int(sys.argv[2]))
 print(f"metis call {{time.perf_counter() - t:.3f}} s")
 """
-
-
-def measured(cmd: list, log: Path) -> tuple[float, float]:
-    ran = run(cmd, log=log, timeout_s=3 * 3600)
-    return ran.seconds, ran.max_rss_kib * 1024 / 1e9
 
 
 def main() -> None:
