@@ -28,7 +28,7 @@ import math
 import numpy as np
 
 from sylvie.data.graph import Graph, edges_of_keys, undirected_keys
-from sylvie.data.synthetic import class_features, sample_in_blocks
+from sylvie.data.synthetic import check_parameters, labels_and_features, sample_in_blocks, split_masks
 from sylvie.errors import SylvieError
 
 PARAMETERS = ("community_size", "branching", "locality", "split")
@@ -93,24 +93,12 @@ def _levels(rng, pairs: int, homophily: float, locality: float, depth: int, top:
     return level
 
 
-def _split(rng, nodes: int, train_fraction: float, val_fraction: float, score: np.ndarray | None):
-    """(train, val, test) masks: by a random permutation, or by descending ``score``."""
-    ranked = rng.permutation(nodes) if score is None else np.argsort(-score, kind="stable")
-    n_train, n_val = int(train_fraction * nodes), int(val_fraction * nodes)
-    masks = [np.zeros(nodes, dtype=bool) for _ in range(3)]
-    masks[0][ranked[:n_train]] = True
-    masks[1][ranked[n_train:n_train + n_val]] = True
-    masks[2][ranked[n_train + n_val:]] = True
-    return masks
-
-
 def generate_nested(*, nodes: int, avg_degree: float, features: int, classes: int, homophily: float,
                     feature_noise: float, label_noise: float, train_fraction: float, val_fraction: float, seed: int,
                     community_size: int, branching: int, locality: float, split: str,
                     name: str = "synthetic") -> Graph:
-    if nodes < 2 or classes < 1 or classes > nodes or features < 1 or avg_degree <= 0:
-        raise SylvieError(f"synthetic: need nodes >= 2, 1 <= classes <= nodes, features >= 1, avg_degree > 0 "
-                          f"(got nodes={nodes}, classes={classes}, features={features}, avg_degree={avg_degree})")
+    check_parameters(nodes=nodes, avg_degree=avg_degree, features=features, classes=classes, homophily=homophily,
+                     label_noise=label_noise, train_fraction=train_fraction, val_fraction=val_fraction)
     if community_size < 2 or branching < 2 or not (0 <= locality <= 1) or split not in SPLITS:
         raise SylvieError(f"synthetic (structure nested): need community_size >= 2, branching >= 2, locality in "
                           f"[0, 1], split one of {', '.join(SPLITS)} (got community_size={community_size}, "
@@ -131,19 +119,13 @@ def generate_nested(*, nodes: int, avg_degree: float, features: int, classes: in
     del src, dst
     src, dst = edges_of_keys(key, nodes)
 
-    centroids = rng.standard_normal((classes, features)).astype(np.float32)
-    labels = cls
-    if label_noise > 0:  # drawn after the edges: the structure is the same whatever label_noise is
-        atypical = rng.random(nodes) < label_noise
-        labels = cls.copy()
-        labels[atypical] = rng.integers(0, classes, int(atypical.sum()))
-    feats = class_features(rng, centroids, labels, feature_noise)
+    labels, feats = labels_and_features(rng, cls, classes, features, label_noise, feature_noise)
     score = theta * np.exp(_SCORE_NOISE * rng.standard_normal(nodes)) if split == "score" else None
-    masks = _split(rng, nodes, train_fraction, val_fraction, score)
+    masks = split_masks(rng, nodes, train_fraction, val_fraction, score)
     params = {"nodes": nodes, "avg_degree": avg_degree, "features": features, "classes": classes,
               "homophily": homophily, "feature_noise": feature_noise, "label_noise": label_noise,
               "train_fraction": train_fraction, "val_fraction": val_fraction, "seed": seed,
               "community_size": community_size, "branching": branching, "locality": locality, "split": split}
-    return Graph(name=name, src=src, dst=dst, features=feats, labels=labels.astype(np.int64), train_mask=masks[0],
+    return Graph(name=name, src=src, dst=dst, features=feats, labels=labels, train_mask=masks[0],
                  val_mask=masks[1], test_mask=masks[2], num_classes=classes,
                  info={"generator": "nested-communities", "params": params})

@@ -130,36 +130,58 @@ def class_features(rng, centroids: np.ndarray, labels: np.ndarray, feature_noise
     return feats
 
 
-def generate(*, nodes: int, avg_degree: float, features: int, classes: int, homophily: float, feature_noise: float,
-             train_fraction: float, val_fraction: float, seed: int, label_noise: float = 0.0,
-             name: str = "synthetic") -> Graph:
+def check_parameters(*, nodes: int, avg_degree: float, features: int, classes: int, homophily: float,
+                     label_noise: float, train_fraction: float, val_fraction: float) -> None:
+    """The parameters every synthetic generator shares, checked (a SylvieError naming them)."""
     if nodes < 2 or classes < 1 or classes > nodes or features < 1 or avg_degree <= 0:
         raise SylvieError(f"synthetic: need nodes >= 2, 1 <= classes <= nodes, features >= 1, avg_degree > 0 "
                           f"(got nodes={nodes}, classes={classes}, features={features}, avg_degree={avg_degree})")
     if not (0 <= homophily <= 1) or not (0 <= label_noise <= 1) or train_fraction + val_fraction > 1:
         raise SylvieError("synthetic: homophily and label_noise must be in [0, 1] and train_fraction + "
                           "val_fraction <= 1")
-    rng = np.random.default_rng(seed)
-    labels = rng.integers(0, classes, nodes)  # the blocks; the labels of atypical nodes are redrawn below
-    src, dst = _edges(rng, labels, classes, int(round(nodes * avg_degree / 2)), homophily)
 
+
+def labels_and_features(rng, blocks: np.ndarray, classes: int, features: int, label_noise: float,
+                        feature_noise: float) -> tuple[np.ndarray, np.ndarray]:
+    """(labels int64, features): every node's label is its block but for a ``label_noise`` share of atypical nodes,
+    whose label is drawn uniformly; features follow the label (:func:`class_features`). Drawn after the edges: the
+    structure is the same whatever label_noise is."""
     centroids = rng.standard_normal((classes, features)).astype(np.float32)
-    if label_noise > 0:  # drawn after the edges: the structure is the same whatever label_noise is
-        atypical = rng.random(nodes) < label_noise
-        labels = labels.copy()
+    labels = blocks
+    if label_noise > 0:
+        atypical = rng.random(blocks.shape[0]) < label_noise
+        labels = blocks.copy()
         labels[atypical] = rng.integers(0, classes, int(atypical.sum()))
-    feats = class_features(rng, centroids, labels, feature_noise)
+    return labels.astype(np.int64), class_features(rng, centroids, labels, feature_noise)
 
-    perm = rng.permutation(nodes)
+
+def split_masks(rng, nodes: int, train_fraction: float, val_fraction: float,
+                score: np.ndarray | None = None) -> list[np.ndarray]:
+    """(train, val, test) masks: the first ``train_fraction`` of the nodes train, the next ``val_fraction``
+    validate, the rest test, in a random order or by descending ``score``."""
+    ranked = rng.permutation(nodes) if score is None else np.argsort(-score, kind="stable")
     n_train, n_val = int(train_fraction * nodes), int(val_fraction * nodes)
     masks = [np.zeros(nodes, dtype=bool) for _ in range(3)]
-    masks[0][perm[:n_train]] = True
-    masks[1][perm[n_train:n_train + n_val]] = True
-    masks[2][perm[n_train + n_val:]] = True
+    masks[0][ranked[:n_train]] = True
+    masks[1][ranked[n_train:n_train + n_val]] = True
+    masks[2][ranked[n_train + n_val:]] = True
+    return masks
+
+
+def generate(*, nodes: int, avg_degree: float, features: int, classes: int, homophily: float, feature_noise: float,
+             train_fraction: float, val_fraction: float, seed: int, label_noise: float = 0.0,
+             name: str = "synthetic") -> Graph:
+    check_parameters(nodes=nodes, avg_degree=avg_degree, features=features, classes=classes, homophily=homophily,
+                     label_noise=label_noise, train_fraction=train_fraction, val_fraction=val_fraction)
+    rng = np.random.default_rng(seed)
+    blocks = rng.integers(0, classes, nodes)
+    src, dst = _edges(rng, blocks, classes, int(round(nodes * avg_degree / 2)), homophily)
+    labels, feats = labels_and_features(rng, blocks, classes, features, label_noise, feature_noise)
+    masks = split_masks(rng, nodes, train_fraction, val_fraction)
     params = {"nodes": nodes, "avg_degree": avg_degree, "features": features, "classes": classes,
               "homophily": homophily, "feature_noise": feature_noise, "label_noise": label_noise,
               "train_fraction": train_fraction,
               "val_fraction": val_fraction, "seed": seed}
     return Graph(name=name, src=src, dst=dst, features=feats,
-                 labels=labels.astype(np.int64), train_mask=masks[0], val_mask=masks[1], test_mask=masks[2],
+                 labels=labels, train_mask=masks[0], val_mask=masks[1], test_mask=masks[2],
                  num_classes=classes, info={"generator": "dc-sbm", "params": params})
