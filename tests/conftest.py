@@ -133,3 +133,32 @@ def pytest_unconfigure(config):
     background = getattr(config, "_slurm_pipeline", None)
     if background is not None:
         background.stop()
+
+
+def pymetis_library():
+    """The 64-bit METIS inside the pymetis wheel (sylvie.partition.metis_library)."""
+    import glob
+
+    import pymetis
+
+    from sylvie.partition.metis_library import libraries
+
+    (path,) = glob.glob(os.path.join(os.path.dirname(pymetis.__file__), "_internal*.so"))
+    return next(lib for lib in libraries() if os.path.realpath(lib.path) == os.path.realpath(path))
+
+
+def system_metis_library():
+    """A 32-bit METIS installed on the system; the test is skipped where there is none (`make install` installs
+    Debian's libmetis5 where it can: root and apt; CI always has it)."""
+    from sylvie.partition.metis_library import libraries
+
+    narrow = [lib for lib in libraries() if lib.bits == 32]
+    if not narrow:
+        pytest.skip("no 32-bit METIS library installed (apt-get install libmetis5)")
+    return narrow[0]
+
+
+@pytest.fixture(params=["32-bit", "64-bit"])
+def metis_library(request):
+    """Each METIS library sylvie calls: the system's 32-bit one, pymetis's 64-bit one."""
+    return system_metis_library() if request.param == "32-bit" else pymetis_library()

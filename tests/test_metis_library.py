@@ -1,12 +1,17 @@
-"""METIS's multi-constraint k-way through the library pymetis ships (sylvie.partition.metis_library): the binding
-computes what pymetis computes for one constraint, and with three it balances every one of them, where handing
-pymetis the three flattened (what sylvie did before) balances none."""
+"""METIS's multi-constraint k-way through METIS's C API (sylvie.partition.metis_library), in every METIS library
+found (a 32-bit system libmetis where installed, the 64-bit one inside pymetis): the binding computes what pymetis
+computes for one constraint, and with three it balances every one of them, where handing pymetis the three flattened
+(what sylvie did before) balances none."""
+import os
+
 import numpy as np
 import pytest
+from conftest import pymetis_library, system_metis_library
 
 from sylvie.data.synthetic import generate
+from sylvie.errors import SylvieError
 from sylvie.partition.metis import metis_assign, metis_input
-from sylvie.partition.metis_library import part_graph_kway
+from sylvie.partition.metis_library import ENV, libraries, library_for, part_graph_kway
 
 pytestmark = pytest.mark.unit
 
@@ -31,19 +36,20 @@ def _cut(assign, xadj, adjncy):
 def test_one_constraint_gives_pymetis_partition(graph, seed):
     import pymetis
 
-    m = metis_input(graph)
+    m = metis_input(graph, library=pymetis_library())
     theirs = pymetis.part_graph(8, adjacency=pymetis.CSRAdjacency(m.xadj, m.adjncy), recursive=False,
                                 options=pymetis.Options(seed=seed))
-    ours, cut = part_graph_kway(m.xadj, m.adjncy, 8, seed=seed)
+    ours, cut = part_graph_kway(m.xadj, m.adjncy, 8, seed=seed, library=m.library)
     assert np.array_equal(ours, np.asarray(theirs.vertex_part)) and cut == theirs.edge_cuts
     assert cut == _cut(ours, m.xadj, m.adjncy)
 
 
 @pytest.mark.parametrize("parts", [4, 8])
-def test_every_constraint_is_balanced_where_flattened_weights_balanced_none(graph, parts):
+def test_every_constraint_is_balanced_where_flattened_weights_balanced_none(graph, parts, metis_library):
     import pymetis
 
-    m = metis_input(graph)
+    m = metis_input(graph, library=metis_library)
+    assert m.adjncy.dtype == metis_library.idx and m.library == metis_library
     assert m.vweights.shape == (graph.num_nodes, 3)
     old = pymetis.part_graph(parts, adjacency=pymetis.CSRAdjacency(m.xadj, m.adjncy), vweights=m.vweights.reshape(-1),
                              recursive=False, options=pymetis.Options(seed=0))
@@ -53,10 +59,10 @@ def test_every_constraint_is_balanced_where_flattened_weights_balanced_none(grap
     assert (new_imbalance <= 1.03 + 1e-3).all(), new_imbalance  # METIS's tolerance, every constraint
 
 
-def test_the_sampled_regime_balances_salient_plus_plus_four(graph):
+def test_the_sampled_regime_balances_salient_plus_plus_four(graph, metis_library):
     """train, validation, other nodes and degree: what the full-graph regime leaves to chance (validation nodes) is
     held within the tolerance too."""
-    full, sampled = metis_input(graph, "full"), metis_input(graph, "sampled")
+    full, sampled = (metis_input(graph, regime, library=metis_library) for regime in ("full", "sampled"))
     assert sampled.vweights.shape == (graph.num_nodes, 4)
     assert (sampled.vweights[:, :3].sum(1) == 1).all()  # every node is training, validation or other, once
     assert np.array_equal(sampled.vweights[:, 3], full.vweights[:, 2])  # degree: the in-degree
@@ -79,22 +85,24 @@ def test_a_partition_balanced_for_sampled_training_says_so(cora_dir, tmp_path):
     assert "balanced for sampled training (each within 1.05 of the mean)" in format_summary(manifest)
 
 
-def test_every_seed_is_a_partition_of_its_own(graph):
+def test_every_seed_is_a_partition_of_its_own(graph, metis_library):
     """METIS seeds srand, which takes 0 and 1 for the same seed: metis_assign's seeds 0 and 1 differ, and its seed 0
     is the partition METIS's seed 0 (= 1) gives."""
-    m = metis_input(graph)
+    m = metis_input(graph, library=metis_library)
     zero, one = metis_assign(m, 4, seed=0), metis_assign(m, 4, seed=1)
     assert (zero != one).any()
-    assert np.array_equal(part_graph_kway(m.xadj, m.adjncy, 4, m.vweights, seed=0)[0],
-                          part_graph_kway(m.xadj, m.adjncy, 4, m.vweights, seed=1)[0])  # srand(0) == srand(1)
-    assert np.array_equal(zero, part_graph_kway(m.xadj, m.adjncy, 4, m.vweights, seed=0)[0])
+    assert np.array_equal(part_graph_kway(m.xadj, m.adjncy, 4, m.vweights, seed=0, library=metis_library)[0],
+                          part_graph_kway(m.xadj, m.adjncy, 4, m.vweights, seed=1, library=metis_library)[0])  # srand
+    assert np.array_equal(zero, part_graph_kway(m.xadj, m.adjncy, 4, m.vweights, seed=0, library=metis_library)[0])
+    high = metis_assign(m, 4, seed=2 ** 32 - 2)  # METIS's seed 2^32 - 1: a 32-bit idx_t's -1, METIS's default
+    assert (high != zero).any() and len(np.unique(high)) == 4
 
 
-def test_the_tolerance_is_each_constraints_bound(graph):
+def test_the_tolerance_is_each_constraints_bound(graph, metis_library):
     """A looser bound lets METIS cut fewer edges and stays a bound (the float32 ubvec read at its width)."""
-    m = metis_input(graph)
-    tight, tight_cut = part_graph_kway(m.xadj, m.adjncy, 8, m.vweights, 1.01)
-    loose, loose_cut = part_graph_kway(m.xadj, m.adjncy, 8, m.vweights, [1.3, 1.3, 1.3])
+    m = metis_input(graph, library=metis_library)
+    tight, tight_cut = part_graph_kway(m.xadj, m.adjncy, 8, m.vweights, 1.01, library=metis_library)
+    loose, loose_cut = part_graph_kway(m.xadj, m.adjncy, 8, m.vweights, [1.3, 1.3, 1.3], library=metis_library)
     assert (_imbalance(tight, m.vweights, 8) <= 1.01 + 1e-3).all()
     assert (_imbalance(loose, m.vweights, 8) <= 1.3 + 1e-3).all()
     assert loose_cut < tight_cut
@@ -102,11 +110,43 @@ def test_the_tolerance_is_each_constraints_bound(graph):
 
 def test_bad_input_is_refused(graph):
     m = metis_input(graph)
-    with pytest.raises(TypeError, match="xadj: expected a contiguous int64"):
-        part_graph_kway(m.xadj.astype(np.int32), m.adjncy, 4)
+    with pytest.raises(TypeError, match="xadj: expected an integer array"):
+        part_graph_kway(m.xadj.astype(np.float64), m.adjncy, 4)
     with pytest.raises(ValueError, match="tolerances must be > 1"):
         part_graph_kway(m.xadj, m.adjncy, 4, m.vweights, 1.0)
     assert part_graph_kway(m.xadj, m.adjncy, 1)[0].max() == 0
+
+
+def test_each_library_is_read_at_its_own_width_and_the_narrowest_that_holds_the_graph_is_taken(graph):
+    """The 32-bit library's idx_t fills half the 8-byte slots METIS_SetDefaultOptions is handed, pymetis's all;
+    a graph takes the narrowest that holds its largest integer, and one too large for every library is refused."""
+    narrow, wide = system_metis_library(), pymetis_library()
+    assert (narrow.idx, wide.idx) == (np.int32, np.int64) and libraries() == (narrow, wide)
+    assert narrow.version == wide.version == "5.1"  # METIS_CacheFriendlyReordering (5.2) exported by neither
+    assert library_for(2 ** 31 - 1) == narrow and library_for(2 ** 31) == wide
+    assert metis_input(graph).library == narrow  # the default: a 20K-node graph fits 32 bits
+    m = metis_input(graph, library=wide)
+    with pytest.raises(SylvieError, match="32-bit idx_t cannot hold this graph, whose .* sum is 2147500000"):
+        part_graph_kway(m.xadj, m.adjncy, 4, np.full((graph.num_nodes, 1), 2 ** 31 // graph.num_nodes + 1),
+                        library=narrow)  # a constraint summing past 2^31 - 1
+    narrow32, _ = part_graph_kway(m.xadj, m.adjncy, 4, library=narrow)  # int64 arrays: copied to its width
+    assert np.array_equal(narrow32, part_graph_kway(m.xadj.astype(np.int32), m.adjncy.astype(np.int32), 4,
+                                                    library=narrow)[0])
+
+
+def test_the_library_named_by_the_environment_is_the_only_one(graph, monkeypatch):
+    wide, narrow = pymetis_library(), system_metis_library()
+    monkeypatch.setenv(ENV, wide.path)
+    assert libraries() == (wide,) and metis_input(graph).library == wide
+    monkeypatch.setenv(ENV, narrow.path)
+    with pytest.raises(SylvieError, match="sum is 2147483648, more than the METIS libraries found"):
+        library_for(2 ** 31)  # only a 32-bit library, named: a larger graph has none
+    monkeypatch.setenv(ENV, "/lib/x86_64-linux-gnu/libm.so.6")  # loads, but is not METIS
+    with pytest.raises(SylvieError, match="libm.so.6 does not export METIS_PartGraphKway"):
+        libraries()
+    monkeypatch.setenv(ENV, "/nonexistent/libmetis.so")
+    with pytest.raises(SylvieError, match=f"/nonexistent/libmetis.so: not a loadable METIS library.*unset {ENV}"):
+        metis_input(graph)
 
 
 def test_the_manifest_records_the_balance_and_the_summary_says_when_it_is_missed(cora_partitions):
@@ -119,6 +159,11 @@ def test_the_manifest_records_the_balance_and_the_summary_says_when_it_is_missed
     for c in balance["constraints"].values():
         assert 1.0 <= c["max_over_mean"] <= balance["tolerance"] + c["vertex_slack"]
     assert balance["regime"] == "full" and over_tolerance(manifest) == []
+    narrowest = libraries()[0]  # Cora fits every idx_t (Debian's libmetis5: libmetis.so.5, 32-bit)
+    assert manifest["partitioner"] == {"library": os.path.basename(narrowest.path), "version": "5.1",
+                                       "idx_bits": narrowest.bits}
+    assert format_summary(manifest).startswith(f"partition of cora: 4 parts by metis "
+                                               f"({manifest['partitioner']['library']}, {narrowest.bits}-bit)\n")
     assert "balanced for full training (each within 1.03 of the mean), max/mean: inner_nodes 1.0" \
         in format_summary(manifest)
     missed = {**manifest, "balance": {"tolerance": 1.03, "constraints": {

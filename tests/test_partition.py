@@ -165,10 +165,21 @@ def test_the_features_read_after_metis_are_the_same_datasets(tmp_path):
 
 
 @pytest.mark.unit
-def test_shards_halo_order_topology_and_cut_of_an_untidy_graph(tmp_path):
+@pytest.mark.parametrize("form", ["untidy", "stored undirected"])
+def test_shards_halo_order_topology_and_cut_of_an_untidy_graph(tmp_path, form, metis_library, monkeypatch):
+    """With either METIS: one that reads the graph's destination column as its adjacency (64-bit), one whose copy
+    of it in its own width lets the stage drop that column while METIS runs and rebuild it after (32-bit)."""
+    from sylvie.data.graph import edges_of_keys, undirected_keys
+    from sylvie.partition.metis_library import ENV
+
     g = _untidy_graph()
+    if form == "stored undirected":
+        g = dataclasses.replace(g, **dict(zip(("src", "dst"), edges_of_keys(undirected_keys(g.src, g.dst,
+                                                                                           g.num_nodes), g.num_nodes))))
     save_graph(g, tmp_path / "g", "test")
+    monkeypatch.setenv(ENV, metis_library.path)
     manifest = partition_dataset(tmp_path / "g", tmp_path / "p", 3, progress=False)
+    assert manifest["partitioner"]["idx_bits"] == metis_library.bits
     shards = [read_shard(tmp_path / "p", k, manifest) for k in range(3)]
     assign = np.empty(g.num_nodes, dtype=np.int64)
     for s in shards:

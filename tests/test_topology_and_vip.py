@@ -150,9 +150,12 @@ def test_cache_policies_pick_remote_vertices_within_the_budget(cora_partitions, 
         dst = edge_destinations(topo.in_indptr)
         halo = set(topo.in_src[np.isin(dst, train)].tolist())
         assert set(cached.tolist()) <= halo
-    elif policy == "simulation":  # what the sampler touched most is what VIP predicts (measured: 94-100% overlap)
+    elif policy == "simulation":  # what the sampler touched most is what VIP predicts
+        # VIP's pick ends inside a group of remote vertices of equal VIP (here 159 at the budget's last value, of
+        # which it takes some): a vertex of that group is as good a pick as any other of it. Measured: 96-100%
         by_vip = select_cache("vip", 1, topo.part_offsets, budget, vip=vip)
-        assert len(np.intersect1d(cached, by_vip)) >= 0.8 * min(len(cached), len(by_vip))
+        as_good = vip[cached] >= vip[by_vip].min() - 1e-12
+        assert as_good.sum() >= 0.9 * min(len(cached), len(by_vip)), (as_good.sum(), len(by_vip))
     elif policy == "random":
         assert len(cached) == budget
         again = select_cache(policy, 1, topo.part_offsets, budget, seed=3)

@@ -9,17 +9,19 @@ import numpy as np
 from sylvie.data.edge_form import row_offsets, stored_undirected
 from sylvie.data.graph import Graph, degrees, undirected_keys
 from sylvie.partition.balance import DEFAULT_TOLERANCE, vertex_weights
-from sylvie.partition.metis_library import part_graph_kway
+from sylvie.partition.metis_library import MetisLibrary, extent, library_for, part_graph_kway
 
 
 @dataclass
 class MetisInput:
-    """All METIS reads of a graph: far smaller than the graph (no features), so the graph can be let go while
-    METIS runs, whose own memory is ~100 bytes an edge (products-shaped graph: coarsening a graph without
-    locality shrinks its edges slowly, and every level is kept)."""
-    xadj: np.ndarray  # int64, the width of METIS's idx_t: passed as they are, not copied
+    """All METIS reads of a graph, in the width of the ``idx_t`` of the library that will read it (passed to it as
+    they are, not copied): far smaller than the graph (no features), so the graph can be let go while METIS runs,
+    whose own memory is ~12 ``idx_t``s an adjacency entry (products-shaped graph, 101M entries: 4.7 GB 32-bit,
+    9.7 GB 64-bit)."""
+    xadj: np.ndarray
     adjncy: np.ndarray
-    vweights: np.ndarray  # int64 [n, constraints]
+    vweights: np.ndarray  # [n, constraints]
+    library: MetisLibrary | None = None  # None: the one that holds the graph (metis_library.library_for)
 
 
 def symmetric_csr(graph: Graph, undirected: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -38,12 +40,18 @@ def symmetric_csr(graph: Graph, undirected: bool | None = None) -> tuple[np.ndar
     return xadj, np.remainder(key, n, out=key)
 
 
-def metis_input(graph: Graph, regime: str = "full", undirected: bool | None = None) -> MetisInput:
+def metis_input(graph: Graph, regime: str = "full", undirected: bool | None = None,
+                library: MetisLibrary | None = None) -> MetisInput:
     """The adjacency and the balance constraints of ``regime`` (``sylvie.partition.balance``) as METIS's
-    multi-constraint vertex weights: for full-graph training one per node, one per training node, and the node's
-    in-degree (the edges its part will store)."""
+    multi-constraint vertex weights (for full-graph training one per node, one per training node, and the node's
+    in-degree: the edges its part will store), in the ``idx_t`` of ``library`` (None: the narrowest METIS found that
+    holds the graph). A graph stored undirected in that width lends its destination column; in another the
+    adjacency is a copy, and the graph's column can be let go while METIS runs."""
     xadj, adjncy = symmetric_csr(graph, undirected)
-    return MetisInput(xadj, adjncy, vertex_weights(graph, regime))
+    weights = vertex_weights(graph, regime)
+    library = library or library_for(extent(graph.num_nodes, adjncy, weights))
+    xadj, adjncy, weights = (np.ascontiguousarray(a, dtype=library.idx) for a in (xadj, adjncy, weights))
+    return MetisInput(xadj, adjncy, weights, library)
 
 
 def metis_assign(metis: MetisInput, parts: int, seed: int = 0, tolerance: float = DEFAULT_TOLERANCE) -> np.ndarray:
@@ -53,6 +61,7 @@ def metis_assign(metis: MetisInput, parts: int, seed: int = 0, tolerance: float 
 
     METIS seeds the C library's ``srand``, which takes seeds 0 and 1 for the same (glibc): METIS gets ``seed + 1``
     (its low 32 bits), so that seeds 0 and 1 give different partitions and seed 0 the one it always gave; only
-    seed 4294967295 wraps to seed 0's."""
-    assign, _ = part_graph_kway(metis.xadj, metis.adjncy, parts, metis.vweights, tolerance, (seed + 1) % 2 ** 32)
+    seed 4294967295 wraps to seed 0's (a 32-bit METIS: seeds that differ by 2^31 coincide)."""
+    assign, _ = part_graph_kway(metis.xadj, metis.adjncy, parts, metis.vweights, tolerance, (seed + 1) % 2 ** 32,
+                                metis.library)
     return assign

@@ -42,7 +42,10 @@ def predicted_cost(manifest: dict) -> dict[str, np.ndarray]:
 
 def format_summary(manifest: dict) -> str:
     q, cost = quality(manifest), predicted_cost(manifest)
-    lines = [f"partition of {manifest['dataset']}: {manifest['num_parts']} parts by {manifest['method']}",
+    by = manifest["method"]
+    if "partitioner" in manifest:
+        by += f" ({manifest['partitioner']['library']}, {manifest['partitioner']['idx_bits']}-bit)"
+    lines = [f"partition of {manifest['dataset']}: {manifest['num_parts']} parts by {by}",
              f"{'part':>4} {'inner':>10} {'train':>8} {'edges':>11} {'halo in':>10} {'halo out':>10} "
              f"{'compute':>8} {'exchange':>8}"]
     for i, p in enumerate(manifest["parts"]):

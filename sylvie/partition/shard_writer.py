@@ -112,11 +112,12 @@ def _write_topology_of(path: Path, graph: Graph, assign: np.ndarray, local_of: n
 def write_shards(graph: Graph, assign: np.ndarray, out_dir: str | Path, method: str, seed: int,
                  dataset_fingerprint: str, progress: bool = True, inputs: tuple = (),
                  balance: dict | None = None, undirected: bool | None = None,
-                 verify: Callable[[], None] | None = None) -> dict:
+                 verify: Callable[[], None] | None = None, partitioner: dict | None = None) -> dict:
     """Write ``part-<k>.arrow`` for every part, ``topology.arrow`` and ``manifest.json`` into ``out_dir``
     atomically and return the manifest; an existing ``out_dir`` is replaced only if it is an earlier partition
     (``inputs``: the dataset it was cut from). ``balance``: what the partition balances and achieved
-    (``sylvie.partition.balance.balance_record``), recorded in the manifest. ``undirected``: whether the graph's
+    (``sylvie.partition.balance.balance_record``), recorded in the manifest, as is ``partitioner`` (the library that
+    cut it: ``MetisLibrary.describe``). ``undirected``: whether the graph's
     edges are in their sorted undirected form (``sylvie.data.edge_form``; None: checked here). ``verify``: a check
     of the input run beside the topology's build (e.g. the graph against its fingerprint); if it raises, nothing is
     written.
@@ -163,7 +164,8 @@ def write_shards(graph: Graph, assign: np.ndarray, out_dir: str | Path, method: 
         part_offsets = topology.result()
         return write_manifest(tmp, {
             "dataset": graph.name, "dataset_fingerprint": dataset_fingerprint,
-            "method": method, "seed": seed, "num_parts": parts, "num_nodes": n, "num_edges": graph.num_edges,
+            "method": method, **({"partitioner": partitioner} if partitioner is not None else {}),
+            "seed": seed, "num_parts": parts, "num_nodes": n, "num_edges": graph.num_edges,
             "num_features": int(graph.features.shape[1]), "num_classes": int(graph.num_classes),
             "num_train": int(graph.train_mask.sum()),
             "edge_cut": edge_cut,

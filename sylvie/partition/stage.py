@@ -40,22 +40,27 @@ def partition_dataset(dataset_dir: str | Path, out_dir: str | Path, parts: int, 
     undirected = stored_undirected(graph.src, graph.dst, graph.num_nodes)  # then nothing needs sorting
     if undirected:  # every node's in-degree is its out-degree, the length of its row
         graph.counted_degrees = (np.bincount(graph.src, minlength=graph.num_nodes).astype(np.int64),) * 2
+    partitioner = None
     if method == "random":
         assign = random_assign(graph.num_nodes, parts, seed)
     elif not by_metis:
         assign = np.zeros(graph.num_nodes, dtype=np.int64)
     else:
-        # While METIS runs the stage holds METIS's input and the graph's labels and splits, no edge column but the
-        # destinations that are METIS's adjacency (a graph stored undirected): its peak memory is METIS's own (the
-        # sources kept would add 8 bytes an edge, 10% at products' scale). The features and the edge columns let go
-        # are read (or rebuilt) after; the graph is checked against its fingerprint beside the writing of the shards
+        # While METIS runs the stage holds METIS's input and the graph's labels and splits, no edge column (but the
+        # destinations where they are METIS's adjacency: a graph stored undirected, METIS 64-bit): its peak memory
+        # is METIS's own (the sources kept would add 8 bytes an edge, 10% at products' scale). The features and the
+        # edge columns let go are read (or rebuilt) after; the graph is checked against its fingerprint beside the
+        # writing of the shards
         metis = metis_input(graph, regime, undirected)
         graph.src = None
-        if not undirected:
+        if metis.adjncy is not graph.dst:
             graph.dst = None
         assign = metis_assign(metis, parts, seed, tolerance)
-        if undirected:  # the sources are METIS's rows: rebuilt from its offsets, faster than read again
+        if undirected:  # the edges are METIS's CSR: rebuilt from it, faster than read again
             graph.src = rows_of(metis.xadj)
+            if graph.dst is None:
+                graph.dst = metis.adjncy.astype(np.int64)
+        partitioner = metis.library.describe()
         del metis
         graph = with_features(graph, dataset_dir)
     empty = sorted(set(range(parts)) - set(assign.tolist()))
@@ -66,4 +71,4 @@ def partition_dataset(dataset_dir: str | Path, out_dir: str | Path, parts: int, 
     verify = (lambda: check_fingerprint(graph, dataset_dir)) if by_metis else None  # load_graph checked the others
     return write_shards(graph, assign, out_dir, method, seed, graph.info["fingerprint"], progress=progress,
                         inputs=(dataset_dir,), balance=balance_record(graph, assign, regime, bound),
-                        undirected=undirected, verify=verify)
+                        undirected=undirected, verify=verify, partitioner=partitioner)
