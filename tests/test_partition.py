@@ -149,19 +149,25 @@ def test_a_graph_stored_undirected_is_its_own_csr_and_topology():
 
 @pytest.mark.unit
 def test_the_features_read_after_metis_are_the_same_datasets(tmp_path):
-    """The partition stage reads the structure, runs METIS, then the features: a dataset replaced in between is an
-    error, not a partition of two datasets."""
-    from sylvie.data.graph import with_features
+    """The partition stage reads the structure, then the features while METIS runs: a dataset replaced in between is
+    an error, not a partition of two datasets; features that are not finite are refused there too."""
+    from sylvie.data.graph import check_features, read_features
     from sylvie.errors import SylvieError
 
     g = _untidy_graph()
     save_graph(g, tmp_path / "g", "test")
     structure = load_graph(tmp_path / "g", features=False)
     assert structure.features.shape == (g.num_nodes, 0)
-    np.testing.assert_array_equal(with_features(structure, tmp_path / "g").features, g.features)
+    np.testing.assert_array_equal(read_features(structure, tmp_path / "g"), g.features)
     save_graph(dataclasses.replace(g, labels=(g.labels + 1) % 3), tmp_path / "g", "test")
     with pytest.raises(SylvieError, match="replaced while it was being read"):
-        with_features(structure, tmp_path / "g")
+        read_features(structure, tmp_path / "g")
+    features = g.features.copy()
+    features[3, 1] = np.nan
+    with pytest.raises(SylvieError, match=r"nodes.arrow: field 'feat' has non-finite values .* first at node 3"):
+        check_features(features, g.num_nodes, "g/nodes.arrow")
+    with pytest.raises(SylvieError, match=r"nodes.arrow: field 'feat' has 10 rows, expected 11"):
+        check_features(features[:10], 11, "g/nodes.arrow")
 
 
 @pytest.mark.unit
@@ -200,3 +206,20 @@ def test_shards_halo_order_topology_and_cut_of_an_untidy_graph(tmp_path, form, m
     np.testing.assert_array_equal(topo.in_src, new_id[g.src][order])
     np.testing.assert_array_equal(np.diff(topo.in_indptr), np.bincount(new_id[g.dst], minlength=g.num_nodes))
 
+
+
+@pytest.mark.unit
+def test_more_parts_than_a_byte_counts(tmp_path):
+    """Over 256 parts each edge's destination part takes two bytes (part_edges' kernels at another type): every edge
+    lands in its destination's shard, from its source's inner or halo row."""
+    g = _untidy_graph()
+    save_graph(g, tmp_path / "g", "test")
+    manifest = partition_dataset(tmp_path / "g", tmp_path / "p", 300, method="random", progress=False)
+    edges, cut = [], 0
+    for k in range(300):
+        s = read_shard(tmp_path / "p", k, manifest)
+        rows = np.concatenate([s.global_id, s.halo_global_id])
+        edges += list(zip(rows[s.edge_src].tolist(), s.global_id[s.edge_dst].tolist()))
+        cut += int((s.edge_src >= len(s.global_id)).sum())
+    assert sorted(edges) == sorted(zip(g.src.tolist(), g.dst.tolist()))
+    assert manifest["edge_cut"] == cut > 0

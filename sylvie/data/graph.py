@@ -30,6 +30,19 @@ FORMAT_VERSION = 1
 _CHUNK_ROWS = 1 << 20
 
 
+def check_features(features: np.ndarray, nodes: int, where: str) -> None:
+    """A float32 matrix of a finite row a node, else a SylvieError naming ``where`` and the field."""
+    if features.ndim != 2 or features.dtype != np.float32:
+        raise SylvieError(f"{where}: field 'feat' must be a float32 matrix, got {features.dtype} with shape "
+                          f"{features.shape}")
+    if features.shape[0] != nodes:
+        raise SylvieError(f"{where}: field 'feat' has {features.shape[0]} rows, expected {nodes} (one per node)")
+    bad = ~np.isfinite(features).all(axis=1)
+    if bad.any():
+        raise SylvieError(f"{where}: field 'feat' has non-finite values (NaN or inf) in {int(bad.sum())} rows, "
+                          f"first at node {int(np.flatnonzero(bad)[0])}; clean the features or drop those nodes")
+
+
 @dataclass
 class Graph:
     """A node-classification graph in canonical form (edges are directed src -> dst)."""
@@ -64,9 +77,7 @@ class Graph:
     def validate(self, where: str) -> None:
         """Raise SylvieError naming ``where`` and the field if anything is inconsistent."""
         n = self.num_nodes
-        if self.features.ndim != 2 or self.features.dtype != np.float32:
-            raise SylvieError(f"{where}: field 'feat' must be a float32 matrix, got {self.features.dtype} "
-                              f"with shape {self.features.shape}")
+        check_features(self.features, n, where)
         for name, arr in {"label": self.labels, **self.masks}.items():
             if arr.shape != (n,):
                 raise SylvieError(f"{where}: field '{name}' has {arr.shape[0]} rows, expected {n} (one per node)")
@@ -74,10 +85,6 @@ class Graph:
             raise SylvieError(f"{where}: edge columns 'src' and 'dst' differ in length")
         if self.num_edges and (min(self.src.min(), self.dst.min()) < 0 or max(self.src.max(), self.dst.max()) >= n):
             raise SylvieError(f"{where}: edge endpoints must lie in [0, {n}); the edge list refers to missing nodes")
-        bad = ~np.isfinite(self.features).all(axis=1)
-        if bad.any():
-            raise SylvieError(f"{where}: field 'feat' has non-finite values (NaN or inf) in {int(bad.sum())} rows, "
-                              f"first at node {int(np.flatnonzero(bad)[0])}; clean the features or drop those nodes")
         if self.num_classes < 1:
             raise SylvieError(f"{where}: num_classes must be >= 1, got {self.num_classes}")
         labelled = self.train_mask | self.val_mask | self.test_mask
@@ -245,17 +252,16 @@ def load_graph(directory: str | Path, features: bool = True) -> Graph:
     """Read and validate a canonical graph written by :func:`save_graph`, checked against its fingerprint. Without
     ``features``: its structure, labels and splits only (a features matrix of no columns), not checked against the
     fingerprint, which needs every array: for a stage that needs the features later, if at all (the partition
-    stage: METIS needs the edges only; :func:`with_features` adds them, :func:`check_fingerprint` checks)."""
+    stage: METIS needs the edges only; :func:`read_features` reads them, :func:`check_fingerprint` checks)."""
     directory = Path(directory)
     meta = load_meta(directory)
     node_columns = {"label": pa.int64(), **{s: pa.bool_() for s in SPLITS}}
     nodes = _read_arrow(directory / "nodes.arrow", {"feat": "fixed_size_list<float32>", **node_columns})
-    edges = _read_arrow(directory / "edges.arrow", {"src": pa.int64(), "dst": pa.int64()})
+    src, dst = read_edges(directory)
     d = nodes.schema.field("feat").type.list_size
     labels = _column(nodes, "label")
     graph = Graph(
-        name=meta.get("name", directory.name),
-        src=_column(edges, "src"), dst=_column(edges, "dst"),
+        name=meta.get("name", directory.name), src=src, dst=dst,
         features=_column(nodes, "feat").reshape(-1, d) if features else np.empty((labels.shape[0], 0), np.float32),
         labels=labels,
         **{f"{s}_mask": _column(nodes, s) for s in SPLITS},
@@ -267,23 +273,24 @@ def load_graph(directory: str | Path, features: bool = True) -> Graph:
     return graph
 
 
-def with_features(structure: Graph, directory: str | Path) -> Graph:
-    """``structure`` (read by ``load_graph(directory, features=False)``) with its features read from ``directory``
-    now, and its edge columns where they were let go (None), validated; not checked against the fingerprint
+def read_edges(directory: str | Path) -> tuple[np.ndarray, np.ndarray]:
+    """(src, dst) of the canonical graph in ``directory``, as :func:`load_graph` read and checked them."""
+    table = _read_arrow(Path(directory) / "edges.arrow", {"src": pa.int64(), "dst": pa.int64()})
+    return _column(table, "src"), _column(table, "dst")
+
+
+def read_features(structure: Graph, directory: str | Path) -> np.ndarray:
+    """The features of the graph that ``structure`` was read from (by ``load_graph(directory, features=False)``),
+    read now and validated (float32, a row a node, finite); not checked against the fingerprint
     (:func:`check_fingerprint` does, over every array). A meta.json that changed since ``structure`` was read (the
     dataset was replaced) is an error."""
     directory = Path(directory)
     if load_meta(directory).get("fingerprint") != structure.info.get("fingerprint"):
         raise SylvieError(f"{directory}: the dataset was replaced while it was being read; rerun the command")
     nodes = _read_arrow(directory / "nodes.arrow", {"feat": "fixed_size_list<float32>"})
-    d = nodes.schema.field("feat").type.list_size
-    edges = {}
-    if structure.src is None or structure.dst is None:
-        table = _read_arrow(directory / "edges.arrow", {"src": pa.int64(), "dst": pa.int64()})
-        edges = {k: _column(table, k) for k in ("src", "dst") if getattr(structure, k) is None}
-    graph = replace(structure, features=_column(nodes, "feat").reshape(-1, d), **edges)
-    graph.validate(str(directory / "nodes.arrow"))
-    return graph
+    features = _column(nodes, "feat").reshape(-1, nodes.schema.field("feat").type.list_size)
+    check_features(features, structure.num_nodes, str(directory / "nodes.arrow"))
+    return features
 
 
 def check_fingerprint(graph: Graph, directory: str | Path) -> None:

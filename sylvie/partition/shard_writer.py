@@ -16,6 +16,7 @@ from sylvie.data.edge_form import stored_undirected
 from sylvie.data.graph import Graph, degrees
 from sylvie.formats.partition_manifest import write_manifest
 from sylvie.output_dir import PARTITION
+from sylvie.partition.part_edges import PartEdges, part_edges
 from sylvie.partition.renumbered_csr import in_sources_in_new_order
 from sylvie.partition.shard_format import INT_COLUMNS, MASK_COLUMNS, TOPOLOGY_FILE, shard_schema, topology_schema
 
@@ -43,31 +44,16 @@ def _write_and_sum(path: Path, columns: dict[str, np.ndarray], num_features: int
     return file_sha256(path)
 
 
-def _halo(assign: np.ndarray, halo_src: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(halo, row): the distinct sources ``halo_src`` of a part's cut edges sorted by (owner, global id),
-    the order of the halo table, and the row of each of ``halo_src`` in it. Marks in a node-sized array and a
-    sort of the halo only, not of one key per cut edge (and a binary search per cut edge for its row)."""
-    seen = np.zeros(assign.shape[0], dtype=bool)
-    seen[halo_src] = True
-    by_id = np.flatnonzero(seen)
-    halo = by_id[np.argsort(assign[by_id], kind="stable")]
-    row = np.empty(assign.shape[0], dtype=np.int64)
-    row[halo] = np.arange(halo.shape[0])
-    return halo, row[halo_src]
-
-
-def _part_columns(graph, assign, local_of, in_deg, out_deg, part, e_src, e_dst):
+def _part_columns(graph: Graph, assign: np.ndarray, local_of: np.ndarray, in_deg: np.ndarray, out_deg: np.ndarray,
+                  part: int, edges: PartEdges) -> dict[str, np.ndarray]:
     """Arrays of one shard: inner nodes, local edges (into inner nodes), halo table."""
     inner = np.flatnonzero(assign == part)
-    is_halo = assign[e_src] != part
-    halo, halo_row = _halo(assign, e_src[is_halo])
-    src_local = local_of[e_src]
-    src_local[is_halo] = len(inner) + halo_row
+    halo = edges.halo
     cols = {
         "global_id": inner, "feat": graph.features[inner], "label": graph.labels[inner],
         **{split: mask[inner] for split, mask in graph.masks.items()},
         "in_degree": in_deg[inner], "out_degree": out_deg[inner],
-        "edge_src": src_local, "edge_dst": local_of[e_dst],
+        "edge_src": edges.edge_src, "edge_dst": edges.edge_dst,
         "halo_global_id": halo, "halo_owner": assign[halo], "halo_owner_index": local_of[halo],
         "halo_out_degree": out_deg[halo],
     }
@@ -140,17 +126,19 @@ def write_shards(graph: Graph, assign: np.ndarray, out_dir: str | Path, method: 
         checked = pool.submit(verify) if verify is not None else None
         topology = pool.submit(_write_topology_of, tmp / TOPOLOGY_FILE, graph, assign, local_of, counts, in_deg,
                                undirected)
-        dst_part = assign.astype(np.min_scalar_type(parts - 1))[graph.dst]  # a byte an edge for up to 256 parts
+        part_of = assign.astype(np.min_scalar_type(parts - 1))  # a byte a node (and an edge) for up to 256 parts
+        dst_part = part_of[graph.dst]
         if checked is not None:  # before the progress bar: a bad input is one line of error
             checked.result()
 
         entries, sums, edge_cut = [], {}, 0
+        halo_row = np.zeros(n, dtype=np.int64)
         for k in tqdm(range(parts), desc="shards", unit="part", disable=not progress):
             # its edges, in edge order (a counting sort of every edge by part was slower: 8 bytes an edge of fresh
             # memory, whose first touch costs more than a pass per part over a byte an edge)
-            sel = np.flatnonzero(dst_part == k)
-            cols = _part_columns(graph, assign, local_of, in_deg, out_deg, k, graph.src[sel], graph.dst[sel])
-            edge_cut += int((cols["edge_src"] >= len(cols["global_id"])).sum())  # edges from halo rows
+            edges = part_edges(dst_part, graph.src, graph.dst, part_of, k, local_of, halo_row)
+            cols = _part_columns(graph, assign, local_of, in_deg, out_deg, k, edges)
+            edge_cut += edges.cut
             name = f"part-{k}.arrow"
             sums[name] = pool.submit(_write_and_sum, tmp / name, cols, graph.features.shape[1])
             entries.append({

@@ -1,0 +1,69 @@
+"""One part's edges in its shard's local ids: the edges into its nodes in the graph's edge order, each source its
+inner row or, for a node of another part, its row of the halo table (the distinct such sources sorted by owner, then
+global id, after the inner rows).
+
+Two passes over a byte an edge (each edge's destination part) in numba, that read the sources and destinations of
+the part's edges only and write nothing but the two output columns: where numpy's selection, gathers and masks made
+six arrays of the part's edges (at products' scale ~1 GB a part of fresh memory, whose first touch cost as much as
+the work).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+
+@dataclass
+class PartEdges:
+    """A part's edges (the shard's ``edge_src`` and ``edge_dst``, int64 local rows) and its halo table's nodes."""
+    edge_src: np.ndarray
+    edge_dst: np.ndarray
+    halo: np.ndarray  # int64 global ids of the halo rows, in row order
+    cut: int  # edges whose source is a halo row
+
+
+@njit(cache=True, nogil=True)
+def _count_and_mark_halo(dst_part, src, part_of, part, halo_row):
+    """The part's edge count; ``halo_row[s]`` set to 1 for every source ``s`` of another part."""
+    count = 0
+    for e in range(dst_part.shape[0]):
+        if dst_part[e] == part:
+            count += 1
+            s = src[e]
+            if part_of[s] != part:
+                halo_row[s] = 1
+    return count
+
+
+@njit(cache=True, nogil=True)
+def _fill(dst_part, src, dst, part, row_of, edge_src, edge_dst):
+    j = 0
+    for e in range(dst_part.shape[0]):
+        if dst_part[e] == part:
+            edge_src[j] = row_of[src[e]]
+            edge_dst[j] = row_of[dst[e]]
+            j += 1
+
+
+def part_edges(dst_part: np.ndarray, src: np.ndarray, dst: np.ndarray, part_of: np.ndarray, part: int,
+               local_of: np.ndarray, halo_row: np.ndarray) -> PartEdges:
+    """Part ``part``'s edges: ``dst_part`` every edge's destination part and ``part_of`` every node's (both of one
+    small integer type), ``local_of`` every node's row in its own part's shard; ``halo_row`` an int64 scratch array,
+    one entry a node, all zero (left all zero again)."""
+    count = _count_and_mark_halo(dst_part, src, part_of, part, halo_row)
+    marked = np.flatnonzero(halo_row)
+    halo = marked[np.argsort(part_of[marked], kind="stable")]  # by owner, then global id
+    mine = np.flatnonzero(part_of == part)
+    # every node's row in this shard (its inner row, or its halo row after the inner rows; others never read), in
+    # the narrowest type that holds them: the one table the edges look up, read in order for their sources (the
+    # edge list is by source) and at random for their destinations
+    row_of = np.empty(part_of.shape[0], dtype=np.int32 if mine.shape[0] + halo.shape[0] < 2 ** 31 else np.int64)
+    row_of[mine] = local_of[mine]
+    row_of[halo] = mine.shape[0] + np.arange(halo.shape[0])
+    halo_row[marked] = 0
+    edge_src, edge_dst = np.empty(count, dtype=np.int64), np.empty(count, dtype=np.int64)
+    _fill(dst_part, src, dst, part, row_of, edge_src, edge_dst)
+    cut = int(np.count_nonzero(edge_src >= mine.shape[0]))
+    return PartEdges(edge_src, edge_dst, halo, cut)
