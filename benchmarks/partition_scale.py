@@ -8,15 +8,17 @@ topology and the checksums).
 
 The graph: ogbn-products' shape (2,449,029 nodes at scale 1, average degree 50 asked, 100 features, 47 classes, 8%
 training and 2% validation nodes), from the nested-communities generator (``structure: nested``, its default
-community size, branching and locality; training nodes by score) or the block model (``structure: blocks``). Three
+community size, branching and locality; training nodes by score) or the block model (``structure: blocks``). The
 commands, each a fresh process: ``sylvie partition`` (4 METIS parts balanced for full-graph training), a process that
-writes METIS's input of the same graph (``metis_input``: the CSR and the three constraints) to .npy files, and a
-process that reads them and calls METIS (``metis_assign``, the stage's options) and nothing else: its seconds are the
-call's own, its peak RSS that of METIS and its input. Peak memory: ``scale.py``'s (the process's peak RSS from the
-kernel, or its summed PSS if larger).
+writes METIS's input of the same graph (``metis_input``: the CSR and the three constraints) to .npy files, and for
+every METIS library found (``sylvie.partition.metis_library``: the 32-bit one the stage calls where installed, the
+64-bit one inside pymetis) a process that reads them and calls METIS (``metis_assign``, the stage's options) and
+nothing else: its seconds are the call's own, its peak RSS that of METIS and its input. Peak memory: ``scale.py``'s
+(the process's peak RSS from the kernel, or its summed PSS if larger).
 """
 import argparse
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -38,10 +40,19 @@ METIS_ALONE = f"""
 import sys, time, numpy as np
 sys.path.insert(0, {str(REPO)!r})
 from sylvie.partition.metis import MetisInput, metis_assign
-m = MetisInput(*(np.load(f"{{sys.argv[1]}}/{{k}}.npy") for k in {METIS_INPUT!r}))
+from sylvie.partition.metis_library import libraries
+lib = libraries()[int(sys.argv[3])]
+m = MetisInput(*(np.load(f"{{sys.argv[1]}}/{{k}}.npy").astype(lib.idx) for k in {METIS_INPUT!r}), lib)
 t = time.perf_counter()
 metis_assign(m, int(sys.argv[2]))
 print(f"metis call {{time.perf_counter() - t:.3f}} s")
+"""
+LIBRARIES = f"""
+import sys, os
+sys.path.insert(0, {str(REPO)!r})
+from sylvie.partition.metis_library import libraries
+for lib in libraries():
+    print(os.path.basename(lib.path), lib.bits)
 """
 
 
@@ -65,20 +76,27 @@ def main() -> None:
     stage_s, stage_gb = measured([BIN / "sylvie", "partition", graph, "--out", part, "--parts", args.parts],
                                  work / "partition.log")
     measured([sys.executable, "-c", DUMP, graph, metis_dir], work / "dump.log")
-    _, metis_gb = measured([sys.executable, "-c", METIS_ALONE, metis_dir, args.parts], work / "metis.log")
-    metis_s = float(re.search(r"metis call ([\d.]+) s", (work / "metis.log").read_text()).group(1))
+    found = subprocess.run([sys.executable, "-c", LIBRARIES], capture_output=True, text=True, check=True).stdout
+    alone = []  # (library, bits, seconds, GB) of METIS's call alone, every library found, narrowest (the stage's) first
+    for i, (name, bits) in enumerate(line.split() for line in found.splitlines()):
+        log = work / f"metis-{bits}.log"
+        _, gb = measured([sys.executable, "-c", METIS_ALONE, metis_dir, args.parts, i], log)
+        alone.append((name, int(bits), float(re.search(r"metis call ([\d.]+) s", log.read_text()).group(1)), gb))
     summary = (work / "partition.log").read_text()
     cut = re.search(r"edge cut [\d,]+ \(([\d.]+)% of edges\)", summary).group(1)
     edges = int(re.search(r'"num_edges": (\d+)', (part / "manifest.json").read_text()).group(1))
     lines = [f"{args.structure} synthetic graph shaped like ogbn-products: {nodes:,} nodes, {edges:,} directed edges "
              f"(average degree {edges / nodes:.1f}), 100 features; generated in {gen_s:.1f} s, {gen_gb:.2f} GB peak; "
              f"{args.parts} METIS parts (edge cut {cut}%), 2 cores:", "",
-             "| what | seconds | peak RSS GB |", "| --- | --- | --- |",
-             f"| METIS's own k-way call on the stage's input (the call alone; the process: METIS and its input) | "
-             f"{metis_s:.1f} | {metis_gb:.2f} |",
-             f"| `sylvie partition` (read, METIS, shards, topology, checksums, summary) | {stage_s:.1f} | "
-             f"{stage_gb:.2f} |",
-             f"| stage / METIS | {stage_s / metis_s:.2f}x | {stage_gb / metis_gb:.2f}x |"]
+             "| what | seconds | peak RSS GB |", "| --- | --- | --- |"]
+    for j, (name, bits, seconds, gb) in enumerate(alone):
+        role = "the stage's" if j == 0 else "pymetis's and DGL's width" if bits == 64 else "another"
+        lines.append(f"| METIS's own k-way call, {bits}-bit `{name}` ({role}; the call alone, the process: METIS "
+                     f"and its input) | {seconds:.1f} | {gb:.2f} |")
+    lines.append(f"| `sylvie partition` (read, METIS, shards, topology, checksums, summary) | {stage_s:.1f} | "
+                 f"{stage_gb:.2f} |")
+    for _, bits, seconds, gb in alone:
+        lines.append(f"| stage / METIS {bits}-bit | {stage_s / seconds:.2f}x | {stage_gb / gb:.2f}x |")
     publish("\n".join(lines), args.write, SECTION)
 
 

@@ -167,6 +167,31 @@ def atomic_path(path: str | os.PathLike, directory: bool = False, kind: OutputKi
         raise
 
 
+class HashingFile:
+    """A file open for writing (``raw``) that takes the sha256 of what is written to it as it is written
+    (``hash.hexdigest()``: what :func:`file_sha256` of the file gives, without reading it back). For writers that
+    take a Python file (``pyarrow.PythonFile``); closing it leaves ``raw`` open."""
+
+    def __init__(self, raw):
+        self.raw, self.hash, self.closed = raw, hashlib.sha256(), False
+
+    def write(self, data) -> int:
+        self.hash.update(data)
+        return self.raw.write(data)
+
+    def writable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.raw.tell()
+
+    def flush(self) -> None:
+        self.raw.flush()
+
+    def close(self) -> None:
+        self.closed = True
+
+
 def file_sha256(path: str | os.PathLike) -> str:
     """sha256 of a file's bytes, read in 4 MiB blocks."""
     h = hashlib.sha256()

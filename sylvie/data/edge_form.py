@@ -57,17 +57,3 @@ def row_offsets(lengths: np.ndarray) -> np.ndarray:
     offsets = np.zeros(lengths.shape[0] + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     return offsets
-
-
-@njit(cache=True, nogil=True)
-def _fill_rows(offsets, out):
-    for row in range(offsets.shape[0] - 1):
-        out[offsets[row]:offsets[row + 1]] = row
-
-
-def rows_of(offsets: np.ndarray) -> np.ndarray:
-    """int64: the source of every edge of a CSR (``offsets`` its row starts): the inverse of :func:`row_offsets`,
-    in one pass."""
-    out = np.empty(int(offsets[-1]), dtype=np.int64)
-    _fill_rows(offsets, out)
-    return out

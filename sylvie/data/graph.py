@@ -27,7 +27,6 @@ from sylvie.formats.splits import SPLITS
 from sylvie.output_dir import CANONICAL_GRAPH, identify
 
 FORMAT_VERSION = 1
-_CHUNK_ROWS = 1 << 20
 
 
 def check_features(features: np.ndarray, nodes: int, where: str) -> None:
@@ -159,9 +158,9 @@ def _nodes_table(graph: Graph) -> pa.Table:
 
 
 def _write_arrow(path: Path, table: pa.Table) -> None:
+    """One record batch: every column one contiguous buffer in the file, which a reader maps in place."""
     with ipc.new_file(path, table.schema) as w:
-        for batch in table.to_batches(max_chunksize=_CHUNK_ROWS):
-            w.write_batch(batch)
+        w.write_table(table.combine_chunks(), max_chunksize=max(table.num_rows, 1))
 
 
 def save_graph(graph: Graph, directory: str | Path, source: str, inputs: tuple = ()) -> dict:
@@ -209,12 +208,16 @@ def _read_arrow(path: Path, columns: dict[str, pa.DataType]) -> pa.Table:
 
 
 def _column(table: pa.Table, name: str) -> np.ndarray:
-    """A column as one array that numpy allocates (a fixed-size-list column flattened): its memory goes back to the
-    system when it is freed, where Arrow's allocator keeps what was freed for reuse, which METIS, run after the
-    partition stage let the graph go, cannot use. The chunks are read in place from the memory-mapped file."""
+    """A column as one array (a fixed-size-list column flattened). A column of one chunk (what :func:`save_graph`
+    writes) is the memory-mapped file itself, read-only: no copy, and no memory of its own (the pages are the
+    file's, in the page cache, let go when the array is). One of several chunks (an older file) is copied into one
+    array that numpy allocates: its memory goes back to the system when it is freed, where Arrow's allocator keeps
+    what was freed for reuse, which METIS, run after the partition stage let the graph go, cannot use."""
     chunks = [c.flatten() if pa.types.is_fixed_size_list(c.type) else c for c in table.column(name).chunks]
     if not chunks:
         return table.column(name).to_numpy()
+    if len(chunks) == 1:
+        return as_numpy(chunks[0])
     return np.concatenate([as_numpy(c) for c in chunks])
 
 

@@ -48,10 +48,11 @@ def _fill(dst_part, src, dst, part, row_of, edge_src, edge_dst):
 
 
 def part_edges(dst_part: np.ndarray, src: np.ndarray, dst: np.ndarray, part_of: np.ndarray, part: int,
-               local_of: np.ndarray, halo_row: np.ndarray) -> PartEdges:
+               local_of: np.ndarray, halo_row: np.ndarray, out: tuple | None = None) -> PartEdges:
     """Part ``part``'s edges: ``dst_part`` every edge's destination part and ``part_of`` every node's (both of one
     small integer type), ``local_of`` every node's row in its own part's shard; ``halo_row`` an int64 scratch array,
-    one entry a node, all zero (left all zero again)."""
+    one entry a node, all zero (left all zero again); ``out``: two int64 arrays at least as long as the part's edges,
+    whose beginnings become its columns (None: new arrays)."""
     count = _count_and_mark_halo(dst_part, src, part_of, part, halo_row)
     marked = np.flatnonzero(halo_row)
     halo = marked[np.argsort(part_of[marked], kind="stable")]  # by owner, then global id
@@ -63,7 +64,7 @@ def part_edges(dst_part: np.ndarray, src: np.ndarray, dst: np.ndarray, part_of: 
     row_of[mine] = local_of[mine]
     row_of[halo] = mine.shape[0] + np.arange(halo.shape[0])
     halo_row[marked] = 0
-    edge_src, edge_dst = np.empty(count, dtype=np.int64), np.empty(count, dtype=np.int64)
+    edge_src, edge_dst = (np.empty(count, dtype=np.int64) for _ in "sd") if out is None else (a[:count] for a in out)
     _fill(dst_part, src, dst, part, row_of, edge_src, edge_dst)
     cut = int(np.count_nonzero(edge_src >= mine.shape[0]))
     return PartEdges(edge_src, edge_dst, halo, cut)

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 from tqdm import tqdm
 
-from sylvie.atomic import atomic_path, file_sha256
+from sylvie.atomic import HashingFile, atomic_path
 from sylvie.data.edge_form import stored_undirected
 from sylvie.data.graph import Graph, degrees
 from sylvie.formats.partition_manifest import write_manifest
@@ -25,7 +25,17 @@ def _one_row(values: np.ndarray, typ: pa.DataType) -> pa.Array:
     return pa.LargeListArray.from_arrays(pa.array([0, len(values)], pa.int64()), pa.array(values, typ.value_type))
 
 
-def _write_shard(path: Path, columns: dict[str, np.ndarray], num_features: int) -> None:
+def _write_one_batch(path: Path, schema: pa.Schema, arrays: list) -> str:
+    """Write an Arrow IPC file of one record batch; its sha256, taken as it is written (not read back)."""
+    with open(path, "wb") as raw:
+        sink = HashingFile(raw)
+        with ipc.new_file(pa.PythonFile(sink, mode="w"), schema) as w:
+            w.write_batch(pa.record_batch(arrays, schema=schema))
+    return sink.hash.hexdigest()
+
+
+def _write_and_sum(path: Path, columns: dict[str, np.ndarray], num_features: int) -> str:
+    """Write a shard; its sha256."""
     schema = shard_schema(num_features)
     arrays = []
     for field in schema:
@@ -34,23 +44,19 @@ def _write_shard(path: Path, columns: dict[str, np.ndarray], num_features: int) 
             arrays.append(pa.LargeListArray.from_arrays(pa.array([0, len(rows)], pa.int64()), rows))
         else:
             arrays.append(_one_row(columns[field.name], field.type))
-    with ipc.new_file(path, schema) as w:
-        w.write_batch(pa.record_batch(arrays, schema=schema))
-
-
-def _write_and_sum(path: Path, columns: dict[str, np.ndarray], num_features: int) -> str:
-    """Write a shard; its sha256."""
-    _write_shard(path, columns, num_features)
-    return file_sha256(path)
+    return _write_one_batch(path, schema, arrays)
 
 
 def _part_columns(graph: Graph, assign: np.ndarray, local_of: np.ndarray, in_deg: np.ndarray, out_deg: np.ndarray,
-                  part: int, edges: PartEdges) -> dict[str, np.ndarray]:
-    """Arrays of one shard: inner nodes, local edges (into inner nodes), halo table."""
+                  part: int, edges: PartEdges, feat: np.ndarray) -> dict[str, np.ndarray]:
+    """Arrays of one shard: inner nodes, local edges (into inner nodes), halo table; its features' rows go to the
+    beginning of ``feat`` (gathered unbuffered: numpy buffers ``take`` into ``out`` unless told the indices need no
+    check, which these, the part's own nodes, do not)."""
     inner = np.flatnonzero(assign == part)
     halo = edges.halo
     cols = {
-        "global_id": inner, "feat": graph.features[inner], "label": graph.labels[inner],
+        "global_id": inner, "feat": np.take(graph.features, inner, axis=0, out=feat[:inner.shape[0]], mode="clip"),
+        "label": graph.labels[inner],
         **{split: mask[inner] for split, mask in graph.masks.items()},
         "in_degree": in_deg[inner], "out_degree": out_deg[inner],
         "edge_src": edges.edge_src, "edge_dst": edges.edge_dst,
@@ -86,13 +92,11 @@ def _topology_columns(graph: Graph, assign: np.ndarray, local_of: np.ndarray, co
 
 def _write_topology_of(path: Path, graph: Graph, assign: np.ndarray, local_of: np.ndarray, counts: np.ndarray,
                        in_deg: np.ndarray, undirected: bool) -> list:
-    """Build and write ``topology.arrow``; returns the part offsets."""
+    """Build and write ``topology.arrow``; returns the part offsets and its sha256."""
     columns, part_offsets = _topology_columns(graph, assign, local_of, counts, in_deg, undirected)
     schema = topology_schema()
-    arrays = [_one_row(columns[field.name], field.type) for field in schema]
-    with ipc.new_file(path, schema) as w:
-        w.write_batch(pa.record_batch(arrays, schema=schema))
-    return part_offsets
+    sha = _write_one_batch(path, schema, [_one_row(columns[field.name], field.type) for field in schema])
+    return part_offsets, sha
 
 
 def write_shards(graph: Graph, assign: np.ndarray, out_dir: str | Path, method: str, seed: int,
@@ -133,11 +137,23 @@ def write_shards(graph: Graph, assign: np.ndarray, out_dir: str | Path, method: 
 
         entries, sums, edge_cut = [], {}, 0
         halo_row = np.zeros(n, dtype=np.int64)
+        # a shard's edge columns and features are cut into one of two sets of buffers the size of the largest
+        # part's, each used again once the shard written from it is: fresh memory, whose first touch costs more
+        # than cutting into it (~2 s a GB on a VM), is touched for two parts, not for every one
+        most_edges = int(np.bincount(assign, weights=in_deg, minlength=parts).max())  # a part's edges: its in-degrees
+        most_nodes = int(counts.max())
+        buffers = []
         for k in tqdm(range(parts), desc="shards", unit="part", disable=not progress):
+            if k < 2:
+                buffers.append(((np.empty(most_edges, np.int64), np.empty(most_edges, np.int64)),
+                                np.empty((most_nodes, graph.features.shape[1]), graph.features.dtype)))
+            else:
+                sums[f"part-{k - 2}.arrow"].result()  # the shard cut into this set of buffers is written
+            edge_buffers, feat_buffer = buffers[k % 2]
             # its edges, in edge order (a counting sort of every edge by part was slower: 8 bytes an edge of fresh
             # memory, whose first touch costs more than a pass per part over a byte an edge)
-            edges = part_edges(dst_part, graph.src, graph.dst, part_of, k, local_of, halo_row)
-            cols = _part_columns(graph, assign, local_of, in_deg, out_deg, k, edges)
+            edges = part_edges(dst_part, graph.src, graph.dst, part_of, k, local_of, halo_row, edge_buffers)
+            cols = _part_columns(graph, assign, local_of, in_deg, out_deg, k, edges, feat_buffer)
             edge_cut += edges.cut
             name = f"part-{k}.arrow"
             sums[name] = pool.submit(_write_and_sum, tmp / name, cols, graph.features.shape[1])
@@ -149,7 +165,7 @@ def write_shards(graph: Graph, assign: np.ndarray, out_dir: str | Path, method: 
             })
         for e in entries:
             e["sha256"] = sums[e["file"]].result()
-        part_offsets = topology.result()
+        part_offsets, topology_sha = topology.result()
         return write_manifest(tmp, {
             "dataset": graph.name, "dataset_fingerprint": dataset_fingerprint,
             "method": method, **({"partitioner": partitioner} if partitioner is not None else {}),
@@ -159,6 +175,6 @@ def write_shards(graph: Graph, assign: np.ndarray, out_dir: str | Path, method: 
             "edge_cut": edge_cut,
             **({"balance": balance} if balance is not None else {}),
             "parts": entries,
-            "topology": {"file": TOPOLOGY_FILE, "sha256": file_sha256(tmp / TOPOLOGY_FILE),
+            "topology": {"file": TOPOLOGY_FILE, "sha256": topology_sha,
                          "part_offsets": part_offsets},
         })

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from sylvie.config import resolve_regime
-from sylvie.data.edge_form import rows_of, stored_undirected
+from sylvie.data.edge_form import stored_undirected
 from sylvie.data.graph import check_fingerprint, load_graph, read_edges, read_features
 from sylvie.errors import SylvieError
 from sylvie.output_dir import PARTITION, check_replaceable
@@ -48,26 +48,20 @@ def partition_dataset(dataset_dir: str | Path, out_dir: str | Path, parts: int, 
         assign = np.zeros(graph.num_nodes, dtype=np.int64)
     else:
         # While METIS runs the stage holds METIS's input, the graph's labels and splits, and its features, read
-        # meanwhile on the other core (ctypes lets go of the GIL): no edge column but the destinations where they
-        # are METIS's adjacency (a graph stored undirected, METIS 64-bit). Its peak memory is METIS's own plus the
-        # features; the sources kept would add 8 bytes an edge, 10% at products' scale. The edge columns let go are
-        # rebuilt (or read) after; the graph is checked against its fingerprint beside the writing of the shards
+        # meanwhile on the other core (ctypes lets go of the GIL); no edge column (but the destinations where they
+        # are METIS's adjacency: a graph stored undirected, METIS 64-bit). Its peak memory is METIS's own plus the
+        # features. The edges are read again after: in place from the memory-mapped file (one that save_graph wrote
+        # in one record batch), or copied (an older file); the graph is checked against its fingerprint beside the
+        # writing of the shards
         metis = metis_input(graph, regime, undirected)
-        graph.src = None
-        if metis.adjncy is not graph.dst:
-            graph.dst = None
+        graph.src = graph.dst = None
         with ThreadPoolExecutor(1) as pool:
             features = pool.submit(read_features, graph, dataset_dir)
             assign = metis_assign(metis, parts, seed, tolerance)
             graph.features = features.result()
-        if undirected:  # the edges are METIS's CSR: rebuilt from it, faster than read again
-            graph.src = rows_of(metis.xadj)
-            if graph.dst is None:
-                graph.dst = metis.adjncy.astype(np.int64)
-        else:
-            graph.src, graph.dst = read_edges(dataset_dir)
         partitioner = metis.library.describe()
         del metis
+        graph.src, graph.dst = read_edges(dataset_dir)
     empty = sorted(set(range(parts)) - set(assign.tolist()))
     if empty:
         raise SylvieError(f"{method} left part(s) {empty} empty for {parts} parts of {graph.num_nodes} nodes; "
