@@ -96,13 +96,22 @@ class Graph:
         if not self.train_mask.any():
             raise SylvieError(f"{where}: field 'train' selects no node; a dataset needs training nodes")
 
-    def fingerprint(self) -> str:
-        """sha256 over the arrays' bytes (not the file encoding): identifies the content."""
-        h = hashlib.sha256()
-        for arr in (self.src, self.dst, self.features, self.labels, self.train_mask, self.val_mask, self.test_mask):
+    def fingerprint(self, edges_hash=None) -> str:
+        """sha256 over the arrays' bytes (not the file encoding): identifies the content. ``edges_hash``: the hash of
+        the edges taken before (:func:`hash_edges`), continued here; the edge columns are then not read (None)."""
+        h = (edges_hash or hash_edges(self.src, self.dst)).copy()
+        for arr in (self.features, self.labels, self.train_mask, self.val_mask, self.test_mask):
             h.update(np.ascontiguousarray(arr))  # the buffer itself: tobytes() would copy the largest array
         h.update(str(self.num_classes).encode())
         return h.hexdigest()
+
+
+def hash_edges(src: np.ndarray, dst: np.ndarray):
+    """The fingerprint's sha256 of the edge columns, which come first (:meth:`Graph.fingerprint` goes on from it)."""
+    h = hashlib.sha256()
+    for arr in (src, dst):
+        h.update(np.ascontiguousarray(arr))
+    return h
 
 
 def degrees(graph: Graph) -> tuple[np.ndarray, np.ndarray]:
@@ -288,17 +297,23 @@ def read_features(structure: Graph, directory: str | Path) -> np.ndarray:
     (:func:`check_fingerprint` does, over every array). A meta.json that changed since ``structure`` was read (the
     dataset was replaced) is an error."""
     directory = Path(directory)
-    if load_meta(directory).get("fingerprint") != structure.info.get("fingerprint"):
-        raise SylvieError(f"{directory}: the dataset was replaced while it was being read; rerun the command")
+    check_unchanged(structure, directory)
     nodes = _read_arrow(directory / "nodes.arrow", {"feat": "fixed_size_list<float32>"})
     features = _column(nodes, "feat").reshape(-1, nodes.schema.field("feat").type.list_size)
     check_features(features, structure.num_nodes, str(directory / "nodes.arrow"))
     return features
 
 
-def check_fingerprint(graph: Graph, directory: str | Path) -> None:
+def check_unchanged(structure: Graph, directory: str | Path) -> None:
+    """That ``directory`` holds the dataset ``structure`` was read from (its meta.json's fingerprint is the same),
+    not one written there since (a dataset is replaced whole, with its meta.json); else a SylvieError."""
+    if load_meta(Path(directory)).get("fingerprint") != structure.info.get("fingerprint"):
+        raise SylvieError(f"{directory}: the dataset was replaced while it was being read; rerun the command")
+
+
+def check_fingerprint(graph: Graph, directory: str | Path, edges_hash=None) -> None:
     """That ``graph``, read from ``directory``, is what ``sylvie download`` wrote there (its meta.json's fingerprint);
-    else a SylvieError naming the directory."""
-    if graph.fingerprint() != graph.info.get("fingerprint"):
+    else a SylvieError naming the directory. ``edges_hash``: as for :meth:`Graph.fingerprint`."""
+    if graph.fingerprint(edges_hash) != graph.info.get("fingerprint"):
         raise SylvieError(f"{directory}: the content of nodes.arrow and edges.arrow does not match the fingerprint "
                           f"in meta.json; the files were changed after download; rerun `sylvie download`")

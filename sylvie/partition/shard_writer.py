@@ -2,7 +2,6 @@
 (``sylvie.formats.partition_manifest``), given a node-to-part assignment."""
 from __future__ import annotations
 
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -102,17 +101,15 @@ def _write_topology_of(path: Path, graph: Graph, assign: np.ndarray, local_of: n
 def write_shards(graph: Graph, assign: np.ndarray, out_dir: str | Path, method: str, seed: int,
                  dataset_fingerprint: str, progress: bool = True, inputs: tuple = (),
                  balance: dict | None = None, undirected: bool | None = None,
-                 verify: Callable[[], None] | None = None, partitioner: dict | None = None) -> dict:
+                 partitioner: dict | None = None) -> dict:
     """Write ``part-<k>.arrow`` for every part, ``topology.arrow`` and ``manifest.json`` into ``out_dir``
     atomically and return the manifest; an existing ``out_dir`` is replaced only if it is an earlier partition
     (``inputs``: the dataset it was cut from). ``balance``: what the partition balances and achieved
     (``sylvie.partition.balance.balance_record``), recorded in the manifest, as is ``partitioner`` (the library that
-    cut it: ``MetisLibrary.describe``). ``undirected``: whether the graph's
-    edges are in their sorted undirected form (``sylvie.data.edge_form``; None: checked here). ``verify``: a check
-    of the input run beside the topology's build (e.g. the graph against its fingerprint); if it raises, nothing is
-    written.
+    cut it: ``MetisLibrary.describe``). ``undirected``: whether the graph's edges are in their sorted undirected form
+    (``sylvie.data.edge_form``; None: checked here).
 
-    The topology is built, the input checked and every shard's checksum taken in worker threads while the shards
+    The topology is built and every shard written and its checksum taken in worker threads while the shards
     are cut one after the other (numpy, the numba kernels, Arrow's writer and sha256 let go of the GIL), so two
     cores share the work. (Cutting two shards at once was slower at products' scale: threads of one process that
     touch fresh memory wait for each other's page faults.)"""
@@ -127,13 +124,10 @@ def write_shards(graph: Graph, assign: np.ndarray, out_dir: str | Path, method: 
         undirected = stored_undirected(graph.src, graph.dst, n)
     # the pool inside the output's context: on an error its threads end before the half-written output is removed
     with atomic_path(out_dir, directory=True, kind=PARTITION, inputs=inputs) as tmp, ThreadPoolExecutor(2) as pool:
-        checked = pool.submit(verify) if verify is not None else None
         topology = pool.submit(_write_topology_of, tmp / TOPOLOGY_FILE, graph, assign, local_of, counts, in_deg,
                                undirected)
         part_of = assign.astype(np.min_scalar_type(parts - 1))  # a byte a node (and an edge) for up to 256 parts
         dst_part = part_of[graph.dst]
-        if checked is not None:  # before the progress bar: a bad input is one line of error
-            checked.result()
 
         entries, sums, edge_cut = [], {}, 0
         halo_row = np.zeros(n, dtype=np.int64)

@@ -2,13 +2,22 @@
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from sylvie.config import resolve_regime
 from sylvie.data.edge_form import stored_undirected
-from sylvie.data.graph import check_fingerprint, load_graph, read_edges, read_features
+from sylvie.data.graph import (
+    Graph,
+    check_fingerprint,
+    check_unchanged,
+    hash_edges,
+    load_graph,
+    read_edges,
+    read_features,
+)
 from sylvie.errors import SylvieError
 from sylvie.output_dir import PARTITION, check_replaceable
 from sylvie.partition.balance import DEFAULT_TOLERANCE, balance_record
@@ -31,7 +40,7 @@ def partition_dataset(dataset_dir: str | Path, out_dir: str | Path, parts: int, 
     check_replaceable(out_dir, PARTITION, inputs=(dataset_dir,))  # before any work
     by_metis = method == "metis" and parts > 1
     # METIS needs the structure only: the features are read (and the whole graph checked against its fingerprint)
-    # after it ran
+    # while it runs
     graph = load_graph(dataset_dir, features=not by_metis)
     if parts < 1:
         raise SylvieError(f"parts must be >= 1, got {parts}")
@@ -47,27 +56,39 @@ def partition_dataset(dataset_dir: str | Path, out_dir: str | Path, parts: int, 
     elif not by_metis:
         assign = np.zeros(graph.num_nodes, dtype=np.int64)
     else:
-        # While METIS runs the stage holds METIS's input, the graph's labels and splits, and its features, read
-        # meanwhile on the other core (ctypes lets go of the GIL); no edge column (but the destinations where they
-        # are METIS's adjacency: a graph stored undirected, METIS 64-bit). Its peak memory is METIS's own plus the
-        # features. The edges are read again after: in place from the memory-mapped file (one that save_graph wrote
-        # in one record batch), or copied (an older file); the graph is checked against its fingerprint beside the
-        # writing of the shards
+        # While METIS runs the stage holds METIS's input (in the 64-bit case the destination column, mapped), the
+        # graph's labels and splits, and its features, read meanwhile on the other core (ctypes lets go of the GIL)
+        # and checked with the rest of the graph against its fingerprint: its peak memory is METIS's own plus the
+        # features. The edges are hashed for that check first, while METIS's memory is still small, then let go,
+        # and read again after METIS (in place from the memory-mapped file that save_graph wrote in one record
+        # batch, or copied from an older file)
         metis = metis_input(graph, regime, undirected)
+        edges = [graph.src, graph.dst]
         graph.src = graph.dst = None
         with ThreadPoolExecutor(1) as pool:
-            features = pool.submit(read_features, graph, dataset_dir)
+            features = pool.submit(_read_and_check_features, graph, dataset_dir, edges)
+            del edges
             assign = metis_assign(metis, parts, seed, tolerance)
             graph.features = features.result()
         partitioner = metis.library.describe()
         del metis
         graph.src, graph.dst = read_edges(dataset_dir)
+        check_unchanged(graph, dataset_dir)  # the edges read are the ones hashed
     empty = sorted(set(range(parts)) - set(assign.tolist()))
     if empty:
         raise SylvieError(f"{method} left part(s) {empty} empty for {parts} parts of {graph.num_nodes} nodes; "
                           f"use fewer parts or method: random")
     bound = tolerance if by_metis else None  # what the partitioner was held to
-    verify = (lambda: check_fingerprint(graph, dataset_dir)) if by_metis else None  # load_graph checked the others
     return write_shards(graph, assign, out_dir, method, seed, graph.info["fingerprint"], progress=progress,
                         inputs=(dataset_dir,), balance=balance_record(graph, assign, regime, bound),
-                        undirected=undirected, verify=verify, partitioner=partitioner)
+                        undirected=undirected, partitioner=partitioner)
+
+
+def _read_and_check_features(structure: Graph, directory: Path, edges: list) -> np.ndarray:
+    """The features of ``structure``'s dataset, and the whole graph checked against its fingerprint; ``edges``
+    (src, dst: the file, mapped) are let go once hashed, early in METIS's run, before its memory peaks."""
+    edges_hash = hash_edges(*edges)
+    edges.clear()
+    features = read_features(structure, directory)
+    check_fingerprint(replace(structure, features=features), directory, edges_hash)
+    return features
