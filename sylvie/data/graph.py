@@ -264,7 +264,8 @@ def load_graph(directory: str | Path, features: bool = True) -> Graph:
     """Read and validate a canonical graph written by :func:`save_graph`, checked against its fingerprint. Without
     ``features``: its structure, labels and splits only (a features matrix of no columns), not checked against the
     fingerprint, which needs every array: for a stage that needs the features later, if at all (the partition
-    stage: METIS needs the edges only; :func:`read_features` reads them, :func:`check_fingerprint` checks)."""
+    stage: METIS needs the edges only; :func:`read_features` reads them, :func:`check_fingerprint` checks). Its
+    arrays are read-only (the file, mapped: ``_column``); copy one to change it."""
     directory = Path(directory)
     meta = load_meta(directory)
     node_columns = {"label": pa.int64(), **{s: pa.bool_() for s in SPLITS}}
@@ -286,7 +287,8 @@ def load_graph(directory: str | Path, features: bool = True) -> Graph:
 
 
 def read_edges(directory: str | Path) -> tuple[np.ndarray, np.ndarray]:
-    """(src, dst) of the canonical graph in ``directory``, as :func:`load_graph` read and checked them."""
+    """(src, dst) of the canonical graph in ``directory``: their type checked, their range not (:func:`load_graph`
+    validates it); read-only views of the mapped file where it holds them in one chunk (``_column``)."""
     table = _read_arrow(Path(directory) / "edges.arrow", {"src": pa.int64(), "dst": pa.int64()})
     return _column(table, "src"), _column(table, "dst")
 
