@@ -94,7 +94,8 @@ def test_every_seed_is_a_partition_of_its_own(graph, metis_library):
     assert np.array_equal(part_graph_kway(m.xadj, m.adjncy, 4, m.vweights, seed=0, library=metis_library)[0],
                           part_graph_kway(m.xadj, m.adjncy, 4, m.vweights, seed=1, library=metis_library)[0])  # srand
     assert np.array_equal(zero, part_graph_kway(m.xadj, m.adjncy, 4, m.vweights, seed=0, library=metis_library)[0])
-    high = metis_assign(m, 4, seed=2 ** 32 - 2)  # METIS's seed 2^32 - 1: a 32-bit idx_t's -1, METIS's default
+    # METIS's seed 2^32 - 1, which a 32-bit idx_t would hold as -1 (METIS's "default seed"): reduced mod 2^31
+    high = metis_assign(m, 4, seed=2 ** 32 - 2)
     assert (high != zero).any() and len(np.unique(high)) == 4
 
 
@@ -189,3 +190,16 @@ def test_the_summary_predicts_each_parts_cost(cora_partitions):
     worst = int(np.argmax(cost["exchange"]))
     assert "halo out" in summary and f"halo exchange by part {worst} ({cost['exchange'][worst]:.2f}x" in summary
     assert "predicted pace" not in format_summary(read_manifest(cora_partitions[1]))
+
+
+def test_a_library_with_64_bit_floats_is_not_called(monkeypatch):
+    """Both libraries here read tolerances as float32 (the probe cuts a 4-cycle with 1.03); one that refuses the
+    probe (a build with a 64-bit real_t) is refused at load, naming its path."""
+    from sylvie.partition import metis_library as ml
+
+    for lib in libraries():
+        assert ml._reads_float32_tolerances(lib.cdll(), lib.idx)
+    monkeypatch.setattr(ml, "_reads_float32_tolerances", lambda lib, idx: False)
+    path = pymetis_library().path
+    with pytest.raises(SylvieError, match="refuses a 1.03 tolerance handed as a 32-bit float"):
+        ml._load.__wrapped__(path)

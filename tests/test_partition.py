@@ -172,8 +172,8 @@ def test_the_features_read_after_metis_are_the_same_datasets(tmp_path):
 @pytest.mark.unit
 @pytest.mark.parametrize("form", ["untidy", "stored undirected"])
 def test_shards_halo_order_topology_and_cut_of_an_untidy_graph(tmp_path, form, metis_library, monkeypatch):
-    """With either METIS: one that reads the graph's destination column as its adjacency (64-bit), one whose copy
-    of it in its own width lets the stage drop that column while METIS runs and rebuild it after (32-bit)."""
+    """With either METIS: one that reads the graph's destination column as its adjacency (64-bit), one that reads a
+    copy of it in its own width (32-bit); the stage lets the edges go while METIS runs and reads them again after."""
     from sylvie.data.graph import edges_of_keys, undirected_keys
     from sylvie.partition.metis_library import ENV
 

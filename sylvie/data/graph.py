@@ -265,7 +265,8 @@ def load_graph(directory: str | Path, features: bool = True) -> Graph:
     ``features``: its structure, labels and splits only (a features matrix of no columns), not checked against the
     fingerprint, which needs every array: for a stage that needs the features later, if at all (the partition
     stage: METIS needs the edges only; :func:`read_features` reads them, :func:`check_fingerprint` checks). Its
-    arrays are read-only (the file, mapped: ``_column``); copy one to change it."""
+    numeric arrays are read-only where the file holds them in one chunk (the file, mapped: ``_column``); copy one
+    to change it."""
     directory = Path(directory)
     meta = load_meta(directory)
     node_columns = {"label": pa.int64(), **{s: pa.bool_() for s in SPLITS}}

@@ -84,7 +84,23 @@ def _load(path: str) -> tuple[ctypes.CDLL, type, str]:
     if filled not in (METIS_NOPTIONS, METIS_NOPTIONS // 2):
         raise SylvieError(f"{path}: METIS_SetDefaultOptions filled {filled} of {METIS_NOPTIONS} 8-byte slots; "
                           f"neither a 32-bit nor a 64-bit idx_t (not METIS 5.1?)")
-    return lib, np.int64 if filled == METIS_NOPTIONS else np.int32, "5.2" if hasattr(lib, ADDED_IN_5_2) else "5.1"
+    idx = np.int64 if filled == METIS_NOPTIONS else np.int32
+    if not _reads_float32_tolerances(lib, idx):
+        raise SylvieError(f"{path}: METIS refuses a 1.03 tolerance handed as a 32-bit float: a build with 64-bit "
+                          f"floats (real_t), which sylvie does not call; use another METIS or unset {ENV}")
+    return lib, idx, "5.2" if hasattr(lib, ADDED_IN_5_2) else "5.1"
+
+
+def _reads_float32_tolerances(lib: ctypes.CDLL, idx: type) -> bool:
+    """Whether ``lib`` reads ``ubvec`` as 32-bit floats (METIS's default ``real_t``): a 4-cycle cut in two with a
+    tolerance of 1.03 succeeds; a build with 64-bit floats reads the two float32s as one double of about 0.0095, not
+    above 1, and refuses it (METIS_ERROR_INPUT), without reading past the array."""
+    xadj, adjncy = np.array([0, 2, 4, 6, 8], dtype=idx), np.array([1, 3, 0, 2, 1, 3, 0, 2], dtype=idx)
+    nvtxs, ncon, nparts = (np.array([v], dtype=idx) for v in (4, 1, 2))
+    ubvec, objval, part = np.full(2, 1.03, dtype=REAL), np.zeros(1, dtype=idx), np.zeros(4, dtype=idx)
+    rc = lib.METIS_PartGraphKway(_ptr(nvtxs), _ptr(ncon), _ptr(xadj), _ptr(adjncy), None, None, None, _ptr(nparts),
+                                 None, _ptr(ubvec), None, _ptr(objval), _ptr(part))
+    return rc == METIS_OK and sorted(np.bincount(part, minlength=2).tolist()) == [2, 2]
 
 
 def _candidates() -> list[str]:
@@ -142,10 +158,12 @@ def library_for(largest: int) -> MetisLibrary:
 
 
 def extent(nodes: int, adjncy: np.ndarray, vweights: np.ndarray | None) -> int:
-    """The largest integer METIS meets on a graph: its adjacency length (xadj's last offset), its vertex count, or
-    a constraint's sum over the vertices; a library holds the graph if its ``idx_t`` holds this."""
-    weight = 0 if vweights is None or vweights.size == 0 else int(vweights.reshape(nodes, -1).sum(0).max())
-    return max(int(adjncy.shape[0]), nodes, weight)
+    """The largest integer METIS meets on a graph: its adjacency length (xadj's last offset), its vertex weights'
+    length (vertices times constraints: METIS indexes them ``i * ncon + c``), or a constraint's sum over the
+    vertices; a library holds the graph if its ``idx_t`` holds this."""
+    if vweights is None or vweights.size == 0:
+        return max(int(adjncy.shape[0]), nodes)
+    return max(int(adjncy.shape[0]), int(vweights.size), int(vweights.reshape(nodes, -1).sum(0).max()))
 
 
 def _ptr(a: np.ndarray | None):

@@ -56,7 +56,8 @@ def partition_dataset(dataset_dir: str | Path, out_dir: str | Path, parts: int, 
     elif not by_metis:
         assign = np.zeros(graph.num_nodes, dtype=np.int64)
     else:
-        # While METIS runs the stage holds METIS's input (in the 64-bit case the destination column, mapped), the
+        # While METIS runs the stage holds METIS's input (for a graph stored undirected and a 64-bit METIS, the
+        # destination column, mapped), the
         # graph's labels and splits, and its features, read meanwhile on the other core (ctypes lets go of the GIL)
         # and checked with the rest of the graph against its fingerprint: its peak memory is METIS's own plus the
         # features. The edges are hashed for that check first, while METIS's memory is still small, then let go,
