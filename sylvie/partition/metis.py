@@ -16,7 +16,7 @@ from sylvie.partition.metis_library import MetisLibrary, extent, library_for, pa
 class MetisInput:
     """All METIS reads of a graph, in the width of the ``idx_t`` of the library that will read it (passed to it as
     they are, not copied): far smaller than the graph (no features), so the graph can be let go while METIS runs,
-    whose own memory is ~12 ``idx_t``s an adjacency entry (products-shaped graph, 101M entries: 4.7 GB 32-bit,
+    whose own memory is ~12 ``idx_t``s an adjacency entry (products-shaped graph, 101M entries: 4.9 GB 32-bit,
     9.7 GB 64-bit)."""
     xadj: np.ndarray
     adjncy: np.ndarray

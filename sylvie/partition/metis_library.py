@@ -8,15 +8,15 @@ v weighed whatever constraint ``v mod ncon`` of vertex ``v div ncon`` was). METI
 load-imbalance tolerance per constraint (``ubvec``).
 
 Why a 32-bit build first: METIS's memory is made of ``idx_t``s. On the products-shaped graph (2.45M nodes, 101M
-adjacency entries) the 32-bit build took 34 s and 4.7 GB where pymetis's 64-bit one took 54 s and 9.7 GB (same
-input, same three constraints, cut 8.9% and 8.7%). Its ``idx_t`` holds a graph of up to 2^31 - 1 adjacency entries;
-a larger graph (ogbn-papers100M: 3.2 billion) goes to a 64-bit build. The two builds cut the same graph differently
-(each deterministic for its seed): the manifest names the library that cut it.
+adjacency entries) the 32-bit build took 36.5 s and 4.9 GB where pymetis's 64-bit one took 54.2 s and 9.7 GB (same
+input, same three constraints, cut 8.9% and 8.7%; benchmarks/partition_scale.py). Its ``idx_t`` holds a graph of
+up to 2^31 - 1 adjacency entries; a larger graph (ogbn-papers100M: 3.2 billion) goes to a 64-bit build. The two
+builds cut the same graph differently (each deterministic for its seed): the manifest names the library that cut it.
 
 A library's ``idx_t`` width is read at load, not assumed: ``METIS_SetDefaultOptions`` fills ``METIS_NOPTIONS``
-slots of it with -1, so on a buffer of 8-byte slots a 32-bit build fills the first half. Its ``real_t`` is METIS's
-default 32 bits in both (a tolerance read at the wrong width would not hold; tests/test_metis_library.py checks that
-it holds with every library found). METIS 5.2 moved the options: a library that exports the function 5.2 added is
+slots of it with -1, so on a buffer of 8-byte slots a 32-bit build fills the first half. Its ``real_t`` must be
+METIS's default 32 bits (the tolerances are handed as float32): a library is probed at load with a tolerance of
+1.03 and refused if it reads it otherwise. METIS 5.2 moved the options: a library that exports the function 5.2 added is
 given its options where 5.2 reads them (Debian's and pymetis's are 5.1; 5.2 has not been run here).
 ``SYLVIE_METIS_LIBRARY``, a path, names the one library to use.
 """
@@ -57,8 +57,7 @@ class MetisLibrary:
         return np.dtype(self.idx).itemsize * 8
 
     def holds(self, largest: int) -> bool:
-        """Whether every integer of a graph, ``largest`` at most (its adjacency length, a constraint's sum over the
-        vertices), fits this library's ``idx_t``."""
+        """Whether every integer of a graph, ``largest`` at most (:func:`extent`), fits this library's ``idx_t``."""
         return largest <= np.iinfo(self.idx).max
 
     def describe(self) -> dict:
@@ -147,8 +146,7 @@ def _libraries(named: str) -> tuple[MetisLibrary, ...]:
 
 
 def library_for(largest: int) -> MetisLibrary:
-    """The narrowest METIS library whose ``idx_t`` holds ``largest`` (the graph's adjacency length, a constraint's
-    sum over the vertices)."""
+    """The narrowest METIS library whose ``idx_t`` holds ``largest`` (:func:`extent` of the graph)."""
     for lib in libraries():
         if lib.holds(largest):
             return lib

@@ -17,7 +17,9 @@ from numba import njit
 
 @dataclass
 class PartEdges:
-    """A part's edges (the shard's ``edge_src`` and ``edge_dst``, int64 local rows) and its halo table's nodes."""
+    """A part's nodes (in their row order), its edges (the shard's ``edge_src`` and ``edge_dst``, int64 local rows)
+    and its halo table's nodes."""
+    inner: np.ndarray  # int64 global ids of the part's nodes, ascending: its inner rows
     edge_src: np.ndarray
     edge_dst: np.ndarray
     halo: np.ndarray  # int64 global ids of the halo rows, in row order
@@ -25,16 +27,19 @@ class PartEdges:
 
 
 @njit(cache=True, nogil=True)
-def _count_and_mark_halo(dst_part, src, part_of, part, halo_row):
-    """The part's edge count; ``halo_row[s]`` set to 1 for every source ``s`` of another part."""
+def _count_and_mark_halo(dst_part, src, part_of, part, is_halo):
+    """(the part's edges, those of them whose source is of another part); ``is_halo[s]`` set to 1 for every such
+    source ``s``."""
     count = 0
+    cut = 0
     for e in range(dst_part.shape[0]):
         if dst_part[e] == part:
             count += 1
             s = src[e]
             if part_of[s] != part:
-                halo_row[s] = 1
-    return count
+                is_halo[s] = 1
+                cut += 1
+    return count, cut
 
 
 @njit(cache=True, nogil=True)
@@ -48,23 +53,22 @@ def _fill(dst_part, src, dst, part, row_of, edge_src, edge_dst):
 
 
 def part_edges(dst_part: np.ndarray, src: np.ndarray, dst: np.ndarray, part_of: np.ndarray, part: int,
-               local_of: np.ndarray, halo_row: np.ndarray, out: tuple | None = None) -> PartEdges:
-    """Part ``part``'s edges: ``dst_part`` every edge's destination part and ``part_of`` every node's (both of one
-    small integer type), ``local_of`` every node's row in its own part's shard; ``halo_row`` an int64 scratch array,
-    one entry a node, all zero (left all zero again); ``out``: two int64 arrays at least as long as the part's edges,
-    whose beginnings become its columns (None: new arrays)."""
-    count = _count_and_mark_halo(dst_part, src, part_of, part, halo_row)
-    marked = np.flatnonzero(halo_row)
+               local_of: np.ndarray, is_halo: np.ndarray, out: tuple | None = None) -> PartEdges:
+    """Part ``part``'s nodes and edges: ``dst_part`` every edge's destination part and ``part_of`` every node's (both
+    of one small integer type), ``local_of`` every node's row in its own part's shard; ``is_halo`` a uint8 scratch
+    array, one entry a node, all zero (left all zero again); ``out``: two int64 arrays at least as long as the
+    part's edges, whose beginnings become its columns (None: new arrays)."""
+    count, cut = _count_and_mark_halo(dst_part, src, part_of, part, is_halo)
+    marked = np.flatnonzero(is_halo)
+    is_halo[marked] = 0
     halo = marked[np.argsort(part_of[marked], kind="stable")]  # by owner, then global id
-    mine = np.flatnonzero(part_of == part)
+    inner = np.flatnonzero(part_of == part)
     # every node's row in this shard (its inner row, or its halo row after the inner rows; others never read), in
     # the narrowest type that holds them: the one table the edges look up, read in order for their sources (the
     # edge list is by source) and at random for their destinations
-    row_of = np.empty(part_of.shape[0], dtype=np.int32 if mine.shape[0] + halo.shape[0] < 2 ** 31 else np.int64)
-    row_of[mine] = local_of[mine]
-    row_of[halo] = mine.shape[0] + np.arange(halo.shape[0])
-    halo_row[marked] = 0
+    row_of = np.empty(part_of.shape[0], dtype=np.int32 if inner.shape[0] + halo.shape[0] < 2 ** 31 else np.int64)
+    row_of[inner] = local_of[inner]
+    row_of[halo] = inner.shape[0] + np.arange(halo.shape[0])
     edge_src, edge_dst = (np.empty(count, dtype=np.int64) for _ in "sd") if out is None else (a[:count] for a in out)
     _fill(dst_part, src, dst, part, row_of, edge_src, edge_dst)
-    cut = int(np.count_nonzero(edge_src >= mine.shape[0]))
-    return PartEdges(edge_src, edge_dst, halo, cut)
+    return PartEdges(inner, edge_src, edge_dst, halo, int(cut))

@@ -47,12 +47,11 @@ def _write_and_sum(path: Path, columns: dict[str, np.ndarray], num_features: int
 
 
 def _part_columns(graph: Graph, assign: np.ndarray, local_of: np.ndarray, in_deg: np.ndarray, out_deg: np.ndarray,
-                  part: int, edges: PartEdges, feat: np.ndarray) -> dict[str, np.ndarray]:
+                  edges: PartEdges, feat: np.ndarray) -> dict[str, np.ndarray]:
     """Arrays of one shard: inner nodes, local edges (into inner nodes), halo table; its features' rows go to the
     beginning of ``feat`` (gathered unbuffered: numpy buffers ``take`` into ``out`` unless told the indices need no
     check, which these, the part's own nodes, do not)."""
-    inner = np.flatnonzero(assign == part)
-    halo = edges.halo
+    inner, halo = edges.inner, edges.halo
     cols = {
         "global_id": inner, "feat": np.take(graph.features, inner, axis=0, out=feat[:inner.shape[0]], mode="clip"),
         "label": graph.labels[inner],
@@ -130,7 +129,7 @@ def write_shards(graph: Graph, assign: np.ndarray, out_dir: str | Path, method: 
         dst_part = part_of[graph.dst]
 
         entries, sums, edge_cut = [], {}, 0
-        halo_row = np.zeros(n, dtype=np.int64)
+        is_halo = np.zeros(n, dtype=np.uint8)
         # a shard's edge columns and features are cut into one of two sets of buffers the size of the largest
         # part's, each used again once the shard written from it is: fresh memory, whose first touch costs more
         # than cutting into it (~2 s a GB on a VM), is touched for two parts, not for every one
@@ -146,8 +145,8 @@ def write_shards(graph: Graph, assign: np.ndarray, out_dir: str | Path, method: 
             edge_buffers, feat_buffer = buffers[k % 2]
             # its edges, in edge order (a counting sort of every edge by part was slower: 8 bytes an edge of fresh
             # memory, whose first touch costs more than a pass per part over a byte an edge)
-            edges = part_edges(dst_part, graph.src, graph.dst, part_of, k, local_of, halo_row, edge_buffers)
-            cols = _part_columns(graph, assign, local_of, in_deg, out_deg, k, edges, feat_buffer)
+            edges = part_edges(dst_part, graph.src, graph.dst, part_of, k, local_of, is_halo, edge_buffers)
+            cols = _part_columns(graph, assign, local_of, in_deg, out_deg, edges, feat_buffer)
             edge_cut += edges.cut
             name = f"part-{k}.arrow"
             sums[name] = pool.submit(_write_and_sum, tmp / name, cols, graph.features.shape[1])

@@ -57,12 +57,11 @@ def partition_dataset(dataset_dir: str | Path, out_dir: str | Path, parts: int, 
         assign = np.zeros(graph.num_nodes, dtype=np.int64)
     else:
         # While METIS runs the stage holds METIS's input (for a graph stored undirected and a 64-bit METIS, the
-        # destination column, mapped), the
-        # graph's labels and splits, and its features, read meanwhile on the other core (ctypes lets go of the GIL)
-        # and checked with the rest of the graph against its fingerprint: its peak memory is METIS's own plus the
-        # features. The edges are hashed for that check first, while METIS's memory is still small, then let go,
-        # and read again after METIS (in place from the memory-mapped file that save_graph wrote in one record
-        # batch, or copied from an older file)
+        # destination column, mapped), the graph's labels and splits, and its features, read meanwhile on the other
+        # core (ctypes lets go of the GIL) and checked with the rest of the graph against its fingerprint: its peak
+        # memory is METIS's own plus the features. The edges are hashed for that check first, while METIS's memory
+        # is still small, then let go, and read again after METIS (in place from the memory-mapped file that
+        # save_graph wrote in one record batch, or copied from an older file)
         metis = metis_input(graph, regime, undirected)
         edges = [graph.src, graph.dst]
         graph.src = graph.dst = None
