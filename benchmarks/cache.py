@@ -1,6 +1,6 @@
 """Remote rows fetched per epoch by sampled training (SALIENT++) under every cache policy and replication factor,
-measured by running DGL's sampler, with the VIP model's prediction beside it; and, on an emulated cluster (root),
-epoch time without a cache, with a VIP cache and with every feature everywhere.
+measured by running the trainer's sampler, with the VIP model's prediction beside it; and, on an emulated cluster
+(root), epoch time without a cache, with a VIP cache and with every feature everywhere.
 
     python benchmarks/cache.py                          # 200K nodes, 8 parts, fanouts (15, 10, 5), batch 1024
     sudo python benchmarks/cache.py --cluster --rate 100mbit --write benchmarks/README.md
@@ -28,8 +28,6 @@ from sylvie.partition.shard_reader import read_shard, read_topology
 from sylvie.sampling.neighbor_sampler import (
     TRAINING,
     NeighborSampler,
-    graph_for_sampling,
-    sample_in_this_thread_only,
     simulated_access_counts,
 )
 from sylvie.sampling.vip import iterations_per_epoch, vertex_inclusion_probability
@@ -52,14 +50,13 @@ def volume_table(part_dir: Path, fanouts_from_seeds: list[int], batch: int, epoc
     parts, n = manifest["num_parts"], topo.num_nodes
     trains = [topo.part_offsets[k] + np.flatnonzero(read_shard(part_dir, k, manifest).train) for k in range(parts)]
     iterations = iterations_per_epoch([len(t) for t in trains], batch)
-    graph = graph_for_sampling(topo.in_indptr, topo.in_src, self_loop=False)
-    sample_in_this_thread_only()
     measured = {(p, a): 0 for p in POLICIES for a in ALPHAS}
     predicted = {a: 0.0 for a in ALPHAS}
     inputs_per_batch, flat = [], []
     t0 = time.time()
     for k in range(parts):
-        sampler = NeighborSampler(graph, fanouts_from_seeds[::-1], trains[k], iterations, 0, k)
+        sampler = NeighborSampler(topo.in_indptr, topo.in_src, fanouts_from_seeds[::-1], trains[k], iterations,
+                                  0, k)
         counts = simulated_access_counts(sampler, epochs, n, TRAINING)  # integers: ties compare exactly
         presampled = simulated_access_counts(sampler, 2, n)
         vip = vertex_inclusion_probability(topo.in_indptr, topo.in_src, trains[k], len(trains[k]) / iterations,
@@ -84,7 +81,7 @@ def volume_table(part_dir: Path, fanouts_from_seeds: list[int], batch: int, epoc
     lines = [f"{manifest.get('dataset', 'graph')}: {n:,} nodes, {topo.in_src.shape[0]:,} directed edges, "
              f"{parts} METIS parts (edge cut {manifest['edge_cut'] / topo.in_src.shape[0]:.0%}), "
              f"fanouts {tuple(fanouts_from_seeds)} (first next to the seeds), batch {batch}, {iterations} minibatches "
-             f"per part and epoch; remote rows per epoch, all parts together, measured over {epochs} epochs of DGL's "
+             f"per part and epoch; remote rows per epoch, all parts together, measured over {epochs} epochs of the "
              f"sampler (in brackets: share of the no-cache volume). A minibatch's inputs are "
              f"{np.mean(inputs_per_batch):,.0f} vertices, {np.mean(inputs_per_batch) / n:.0%} of the graph; the "
              f"median VIP of a part's remote vertices is {np.mean(flat):.2f}.", "",

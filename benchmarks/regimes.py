@@ -32,22 +32,19 @@ from sylvie.partition.shard_reader import read_shard, read_topology
 from sylvie.report.plots import plot_accuracy_over_time
 from sylvie.report.run_output import RunOutput
 from sylvie.report.time_to_accuracy import accuracy_over_time, accuracy_target, time_to_accuracy
-from sylvie.sampling.neighbor_sampler import graph_for_sampling
+from sylvie.sampling.neighbor_sampler import NeighborSampler
 
 
 def inputs_share(part: Path, args, batches: int = 20) -> float:
-    """The mean share of the graph's nodes that are the inputs of one of part 0's minibatches (DGL's sampler, the
-    trainer's fanouts and batch size, over the partition's topology)."""
-    import dgl
-    import torch
-
+    """The mean share of the graph's nodes that are the inputs of one of part 0's minibatches (the trainer's
+    sampler, fanouts and batch size, over the partition's topology)."""
     manifest = read_manifest(part)
     topo = read_topology(part, manifest)
-    graph = graph_for_sampling(topo.in_indptr, topo.in_src, self_loop=False)
     train = np.flatnonzero(read_shard(part, 0, manifest).train)
-    sampler, rng = dgl.dataloading.NeighborSampler(args.fanouts[::-1]), np.random.default_rng(0)
-    counts = [sampler.sample_blocks(graph, torch.from_numpy(rng.choice(train, args.batch_size, replace=False)))[0]
-              .shape[0] for _ in range(batches)]
+    sampler = NeighborSampler(topo.in_indptr, topo.in_src, args.fanouts[::-1], train, batches, 0, 0)
+    rng = np.random.default_rng(0)
+    counts = [sampler.sample(rng.choice(train, args.batch_size, replace=False), 0, i).input_nodes.shape[0]
+              for i in range(batches)]
     return float(np.mean(counts)) / topo.num_nodes
 
 

@@ -199,7 +199,8 @@ def build_parser() -> argparse.ArgumentParser:
     v = sub.add_parser("vip", help="vertex inclusion probabilities per part, for sampled training (SALIENT++)",
                        description="For every part of a partition: the probability that each vertex is sampled as a "
                                    "neighbour in a minibatch of that part's training vertices (SALIENT++'s VIP), for "
-                                   "DGL's neighbour sampler. Writes vip-<k>.npy per part and manifest.json.")
+                                   "the trainer's neighbour sampler (without replacement, as DGL's). Writes "
+                                   "vip-<k>.npy per part and manifest.json.")
     v.add_argument("partition", help="partition directory written by `sylvie partition`")
     v.add_argument("--out", required=True, help="output directory (written atomically)")
     v.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,

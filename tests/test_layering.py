@@ -1,8 +1,8 @@
 """The package's imports follow the direction of ARCHITECTURE.md: cli -> train -> {runtime, sampling, features,
 comm, models, partition, data}, features -> comm; comm, features, sampling and models never import train;
 evaluation runs on the ranks' runtime, never on train; formats (the files stages hand each other) import only base
-modules; nothing imports cli; the Low-bit and gather kernels are leaves. Every import counts, also one inside a
-function."""
+modules; nothing imports cli; the Low-bit, gather and neighbour-pick kernels are leaves. Every import counts, also
+one inside a function."""
 import ast
 from pathlib import Path
 
@@ -21,6 +21,7 @@ AREAS = {
     "sylvie.sampling": "sampling", "sylvie.runtime": "runtime",
     "sylvie.features": "features", "sylvie.comm": "comm",
     "sylvie.features.gather_cpu": "kernels", "sylvie.features.gather_cuda": "kernels",  # the gather kernels
+    "sylvie.sampling.neighbor_picks": "kernels",  # the sampler's draws
     # the Low-bit kernels and what they share; the package's public encode/decode (its __init__) is comm
     "sylvie.comm.lowbit.format": "kernels", "sylvie.comm.lowbit.scalar": "kernels", "sylvie.comm.lowbit.cpu": "kernels",
     "sylvie.comm.lowbit.cuda": "kernels", "sylvie.models": "models",
@@ -42,7 +43,7 @@ ALLOWED = {
     "train": {"runtime", "sampling", "features", "comm", "kernels", "models", "partition", "data", "formats", "base"},
     # a rank's process group, watchdog and part of the graph (halo rows through comm, blocks for the models)
     "runtime": {"comm", "kernels", "models", "partition", "formats", "base"},
-    "sampling": {"partition", "formats", "base"},
+    "sampling": {"kernels", "partition", "formats", "base"},
     "features": {"sampling", "comm", "kernels", "formats", "base"},
     "comm": {"kernels", "formats", "base"},
     "kernels": set(),

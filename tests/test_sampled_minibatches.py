@@ -1,4 +1,4 @@
-"""The pieces of sampled training, in one process: minibatches of DGL's sampler over the replicated topology, the
+"""The pieces of sampled training, in one process: minibatches of the sampler over the replicated topology, the
 models on a list of blocks, the rows a rank gathers (own, cached, fetched) for every cache policy and alpha, the
 sampling thread, and the config's checks."""
 import dgl
@@ -16,7 +16,6 @@ from sylvie.models.gnn import GNN
 from sylvie.partition.shard_reader import read_shard, read_topology
 from sylvie.sampling.neighbor_sampler import (
     NeighborSampler,
-    graph_for_sampling,
     simulated_access_counts,
 )
 from sylvie.sampling.pipeline import SamplingPipeline
@@ -37,7 +36,7 @@ def test_an_epoch_uses_every_training_vertex_once_in_the_same_number_of_batches(
     iterations = iterations_per_epoch(counts, batch_size=8)
     assert iterations == -(-max(counts) // 8)
     topo, _, train = _part(cora_partitions, 2)
-    sampler = NeighborSampler(graph_for_sampling(topo.in_indptr, topo.in_src, False), [5, 5], train, iterations, 0, 2)
+    sampler = NeighborSampler(topo.in_indptr, topo.in_src, [5, 5], train, iterations, 0, 2)
     batches = sampler.epoch_seeds(3)
     assert len(batches) == iterations and max(len(b) for b in batches) <= 8
     np.testing.assert_array_equal(np.sort(np.concatenate(batches)), np.sort(train))
@@ -45,13 +44,18 @@ def test_an_epoch_uses_every_training_vertex_once_in_the_same_number_of_batches(
     assert not all(np.array_equal(a, b) for a, b in zip(batches, sampler.epoch_seeds(4)))
 
 
-def test_self_loops_are_added_to_the_sampling_graph_once_per_vertex(cora_partitions):
-    topo = read_topology(cora_partitions[PARTS])
-    g = graph_for_sampling(topo.in_indptr, topo.in_src, self_loop=True)
-    src, dst = g.in_edges(torch.arange(topo.num_nodes))
-    assert g.num_edges() == topo.in_src.shape[0] + topo.num_nodes
-    assert int((src == dst).sum()) == topo.num_nodes + int((topo.in_src == np.repeat(
-        np.arange(topo.num_nodes), np.diff(topo.in_indptr))).sum())
+def test_with_self_loops_every_vertex_of_a_full_neighbourhood_block_has_itself_as_a_source_once(cora_partitions):
+    """A model with self-loops samples each vertex's loop like any other in-edge: with a fanout above every degree,
+    a destination's sources are its in-neighbours (with repeats, as the topology has them) plus itself once."""
+    topo, _, train = _part(cora_partitions, 0)
+    mb = NeighborSampler(topo.in_indptr, topo.in_src, [10_000], train, 1, 0, 0, self_loop=True).sample(train, 0, 0)
+    (block,) = mb.blocks
+    src, dst = block.in_edges(torch.arange(block.num_dst_nodes()), form="uv")
+    src_ids, dst_ids = block.srcdata[dgl.NID][src].numpy(), block.dstdata[dgl.NID][dst].numpy()
+    for v in train[:50]:
+        expected = np.sort(np.append(topo.in_src[topo.in_indptr[v]:topo.in_indptr[v + 1]], v))
+        np.testing.assert_array_equal(np.sort(src_ids[dst_ids == v]), expected)
+    assert int(block.dstdata["in_degree"].sum()) == block.num_edges()
 
 
 @pytest.mark.parametrize("arch", ["sage", "gcn"])
@@ -62,7 +66,7 @@ def test_a_model_on_full_neighbourhood_blocks_computes_what_it_does_on_the_whole
     feats = torch.randn(topo.num_nodes, 12, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     torch.manual_seed(0)
     model = GNN(arch, 12, 16, 7, layers=2, dropout=0.0).double().eval()
-    sampler = NeighborSampler(graph_for_sampling(topo.in_indptr, topo.in_src, False), [10_000, 10_000], train, 1, 0, 1)
+    sampler = NeighborSampler(topo.in_indptr, topo.in_src, [10_000, 10_000], train, 1, 0, 1)
     mb = sampler.sample(train, epoch=0, iteration=0)
     dst = np.repeat(np.arange(topo.num_nodes), np.diff(topo.in_indptr))
     whole = whole_graph_block(topo.in_src, dst, topo.num_nodes, self_loop=False)
@@ -88,12 +92,11 @@ def test_the_rows_a_rank_gathers_are_the_global_tables_rows_bitwise(cora_partiti
     part_dir = cora_partitions[PARTS]
     table = _global_table(part_dir)
     topo = read_topology(part_dir)
-    graph = graph_for_sampling(topo.in_indptr, topo.in_src, False)
     for alpha in (0.0, 0.05, 0.2, 1.0, 4.0):
         def rank_fn(rank, a2a, alpha=alpha):
             _, shard, train = _part(cora_partitions, rank)
             vip = vertex_inclusion_probability(topo.in_indptr, topo.in_src, train, 16, [5, 10])
-            sampler = NeighborSampler(graph, [10, 5], train, 3, 0, rank)
+            sampler = NeighborSampler(topo.in_indptr, topo.in_src, [10, 5], train, 3, 0, rank)
             counts = simulated_access_counts(sampler, 1, topo.num_nodes) if policy == "simulation" else None
             cached = select_cache(policy, rank, topo.part_offsets, cache_budget(alpha, topo.num_nodes, PARTS), vip=vip,
                                   access_counts=counts, in_indptr=topo.in_indptr, in_src=topo.in_src,

@@ -72,7 +72,8 @@ class RankFeatures:
         own_rows = np.asarray(own_rows)
         self.num_own, self.num_cached = local_order.shape[0], int(cached_ids.numel())
         check_store_options(gpu_fraction, zero_copy, torch.device(device).type == "cuda")
-        shape, dtype = (self.num_own + self.num_cached, own_rows.shape[1]), torch.from_numpy(own_rows[:0]).dtype
+        dtype = torch.from_numpy(np.empty(0, own_rows.dtype)).dtype  # (own_rows may be read-only: no view of it)
+        shape = (self.num_own + self.num_cached, own_rows.shape[1])
         if torch.device(device).type == "cuda" and zero_copy != "off":  # read zero-copy: allocate it pinned
             table = torch.empty(shape, dtype=dtype, pin_memory=True)
         else:  # gathered by the CPU at random: huge pages spare it most TLB misses

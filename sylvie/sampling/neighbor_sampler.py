@@ -1,25 +1,28 @@
-"""DGL's neighbour sampler over the whole graph's topology, in a partition's id space.
+"""A part's minibatches: seeds, and the L-hop neighbourhood each draws over the whole graph's topology.
 
 Every rank holds the topology (``Topology``: in-edges by destination, memory-mapped read-only), so it samples its
-minibatches' L-hop neighbourhoods alone; only features are partitioned. A minibatch is its seeds (training vertices
-of the rank's own part), its input vertices (the sources of the first block; the seeds come first) and one block
+minibatches' neighbourhoods alone; only features are partitioned. A minibatch is its seeds (training vertices of
+the rank's own part), its input vertices (the sources of the first block; the seeds come first) and one block
 (MFG) per layer, as ``dgl.dataloading.NeighborSampler`` makes them: sampling without replacement, ``fanouts`` in
-DGL's order (the first for the input layer). Each block carries the degrees GCN normalises by
-(``srcdata['out_degree']``, ``dstdata['in_degree']``) of the sampled block itself, as DGL's ``GraphConv`` uses on
-MFGs.
+DGL's order (the first for the input layer), a self-loop per vertex when the model has one (drawn like any other
+in-edge). The picks are ``neighbor_picks``'s and the blocks ``sampled_blocks``'s.
 
-The RNG is seeded per minibatch from (seed, epoch, rank, iteration), so a resumed run and a run with another cache
-draw the same neighbourhoods, as long as the same thread of the process does all the sampling with one OpenMP
-thread (``sample_in_this_thread_only``; the trainer's sampling thread, ``sampling/pipeline.py``).
+Every draw is a pure function of (seed, stream, epoch, rank, minibatch, hop, vertex): a minibatch is the same
+whatever thread samples it, with however many numba threads (``NUMBA_NUM_THREADS``, or ``numba.set_num_threads``
+in the sampling thread), in whatever order minibatches are drawn; so a resumed run and a run with another cache or
+prefetch depth train on the same neighbourhoods.
 """
 from __future__ import annotations
 
-import warnings
+import threading
 from dataclasses import dataclass
 
 import dgl
 import numpy as np
 import torch
+
+from sylvie.sampling.neighbor_picks import hop_key, pick_neighbors
+from sylvie.sampling.sampled_blocks import new_slot_map, sampled_block
 
 TRAINING, PRESAMPLING = 0, 1  # random streams: the training's epochs, and the simulation cache policy's
 
@@ -31,45 +34,35 @@ class Minibatch:
     blocks: list
 
 
-def graph_for_sampling(in_indptr: np.ndarray, in_src: np.ndarray, self_loop: bool):
-    """A DGL graph (CSC: in-edges by destination) over the topology's arrays, plus one self-loop per vertex if
-    ``self_loop`` (a copy of the edges then; without, DGL shares the read-only arrays)."""
-    n = in_indptr.shape[0] - 1
-    indptr, src = np.asarray(in_indptr, np.int64), np.asarray(in_src, np.int64)
-    if self_loop:  # each vertex's loop at the end of its own in-edges
-        src = np.insert(src, indptr[1:], np.arange(n, dtype=np.int64))
-        indptr = indptr + np.arange(n + 1, dtype=np.int64)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
-        return dgl.graph(("csc", (torch.from_numpy(indptr), torch.from_numpy(src), torch.empty(0, dtype=torch.int64))),
-                         num_nodes=n)
-
-
-def sample_in_this_thread_only() -> None:
-    """Make DGL sample with the calling thread alone (its OpenMP threads: 1, for this thread only): with several,
-    DGL's sampling draws differently from run to run whatever the seed (measured with DGL 1.1.3)."""
-    dgl.utils.set_num_threads(1)
-
-
 def batch_sizes(num_seeds: int, iterations: int) -> np.ndarray:
     """Seeds per minibatch when ``num_seeds`` are split into ``iterations`` batches as evenly as can be."""
     return np.array([len(b) for b in np.array_split(np.arange(num_seeds), iterations)], dtype=np.int64)
 
 
 def sampling_seed(*parts: int) -> int:
-    """A 31-bit seed (what dgl.seed takes) from non-negative integers (seed, stream, epoch, rank, iteration):
-    distinct tuples, distinct streams."""
+    """A 31-bit seed from non-negative integers (seed, stream, epoch, rank, iteration): distinct tuples, distinct
+    streams."""
     return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(1, np.uint32)[0] >> np.uint32(1))
 
 
-class NeighborSampler:
-    """Minibatches of part ``rank``'s training vertices ``train_ids`` (ids in the partition's id space)."""
+def minibatch_key(*parts: int) -> int:
+    """The 64-bit key of one minibatch's draws, from (seed, stream, epoch, rank, iteration)."""
+    return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(1, np.uint64)[0])
 
-    def __init__(self, graph, fanouts: list[int], train_ids: np.ndarray, iterations: int, seed: int, rank: int):
-        self.graph, self.fanouts = graph, list(fanouts)
+
+class NeighborSampler:
+    """Minibatches of part ``rank``'s training vertices ``train_ids`` (ids in the partition's id space), over the
+    topology ``in_indptr``/``in_src`` (in-edges by destination)."""
+
+    def __init__(self, in_indptr: np.ndarray, in_src: np.ndarray, fanouts: list[int], train_ids: np.ndarray,
+                 iterations: int, seed: int, rank: int, self_loop: bool = False):
+        if any(int(f) < 1 for f in fanouts):
+            raise ValueError(f"sampling.fanouts must be at least 1 each, got {list(fanouts)}")
+        self.indptr, self.src = np.asarray(in_indptr, np.int64), in_src
+        self.fanouts, self.self_loop = [int(f) for f in fanouts], bool(self_loop)
         self.train_ids = np.asarray(train_ids, np.int64)
         self.iterations, self.seed, self.rank = iterations, seed, rank
-        self._sampler = dgl.dataloading.NeighborSampler(self.fanouts)
+        self._scratch = threading.local()  # each sampling thread's relabelling map
 
     def epoch_seeds(self, epoch: int, stream: int = TRAINING) -> list[np.ndarray]:
         """This epoch's minibatches of seeds: a seeded shuffle of the training vertices cut into ``iterations``
@@ -78,13 +71,19 @@ class NeighborSampler:
         return np.array_split(rng.permutation(self.train_ids), self.iterations)
 
     def sample(self, seeds: np.ndarray, epoch: int, iteration: int, stream: int = TRAINING) -> Minibatch:
-        dgl.seed(sampling_seed(self.seed, stream, epoch, self.rank, iteration))
-        seeds = torch.from_numpy(np.asarray(seeds, np.int64))
-        input_nodes, _, blocks = self._sampler.sample_blocks(self.graph, seeds)
-        for b in blocks:
-            b.srcdata["out_degree"] = b.out_degrees()
-            b.dstdata["in_degree"] = b.in_degrees()
-        return Minibatch(seeds, input_nodes, blocks)
+        key = minibatch_key(self.seed, stream, epoch, self.rank, iteration)
+        slot = getattr(self._scratch, "slot", None)
+        if slot is None:
+            slot = self._scratch.slot = new_slot_map(self.indptr.shape[0] - 1)
+        seeds = np.ascontiguousarray(seeds, dtype=np.int64)
+        frontier, blocks = seeds, []
+        for hop, fanout in enumerate(reversed(self.fanouts)):  # from the seeds outwards
+            offsets, picked = pick_neighbors(self.indptr, self.src, frontier, fanout, hop_key(key, hop),
+                                             self.self_loop)
+            blocks.append(sampled_block(frontier, offsets, picked, slot))
+            frontier = blocks[-1].srcdata[dgl.NID].numpy()
+        blocks.reverse()
+        return Minibatch(torch.from_numpy(seeds), blocks[0].srcdata[dgl.NID], blocks)
 
 
 def simulated_access_counts(sampler: NeighborSampler, epochs: int, num_nodes: int,

@@ -2,12 +2,10 @@
 computes.
 
 One worker thread serves the whole run and runs every job in the order submitted: the sampling of every
-minibatch (and the simulation cache policy's pre-sampling) happens in that one thread, whatever ``prefetch`` is.
-That is what makes sampling reproducible: DGL's generators are per thread, and a given seed drew the same
-neighbourhoods only in the same thread of a process, and only when that thread sampled without OpenMP workers
-(measured with DGL 1.1.3): the thread samples alone, while the main thread keeps its threads for the model. Its
-collectives (the row fetches) go to a process group of their own, so they never interleave with the main thread's
-gradient all-reduce.
+minibatch (and the simulation cache policy's pre-sampling), whatever ``prefetch`` is. The draws do not depend on
+the thread (they are a function of the minibatch, ``neighbor_sampler``); one thread keeps the row fetches, which
+are collectives, in the same order on every rank. Those go to a process group of their own, so they never
+interleave with the main thread's gradient all-reduce.
 
 ``pipeline.map(produce, n)`` yields ``produce(0) .. produce(n - 1)`` in order, keeping ``depth`` items ahead of
 the consumer (0: each one produced when asked). The time the consumer waits is counted in ``waited`` (from

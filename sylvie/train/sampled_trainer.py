@@ -1,7 +1,7 @@
 """Sampled minibatch training on partitioned features (SALIENT++): one rank per part.
 
 Every rank holds the whole topology (memory-mapped) and its own part's feature rows. Each iteration, every rank
-samples a minibatch of its own training vertices with DGL's neighbour sampler and gathers the rows of its input
+samples a minibatch of its own training vertices (``sampling/neighbor_sampler.py``) and gathers the rows of its input
 vertices: its own, from its cache of remote rows (chosen at start-up by ``cache.policy`` within ``cache.alpha``),
 or from their owners (an all-to-all of ids, then of rows at ``sampling.remote_bits``). Sampling and fetching run
 ``sampling.prefetch`` minibatches ahead in the sampling thread (``sampling/pipeline.py``). All ranks run the same
@@ -34,8 +34,6 @@ from sylvie.runtime.rank_graph import RankGraph, accuracies
 from sylvie.sampling.neighbor_sampler import (
     NeighborSampler,
     batch_sizes,
-    graph_for_sampling,
-    sample_in_this_thread_only,
     simulated_access_counts,
 )
 from sylvie.sampling.pipeline import SamplingPipeline
@@ -72,12 +70,12 @@ class SampledTrainer:
                               "train split)")
         self.iterations = iterations_per_epoch(counts, sampling.batch_size)
         self.global_batch = np.sum([batch_sizes(int(c), self.iterations) for c in counts], axis=0)
-        self.sampler = NeighborSampler(graph_for_sampling(topology.in_indptr, topology.in_src, model.self_loop),
-                                       sampling.fanouts, train_ids, self.iterations, seed, rank)
+        self.sampler = NeighborSampler(topology.in_indptr, topology.in_src, sampling.fanouts, train_ids,
+                                       self.iterations, seed, rank, self_loop=model.self_loop)
         # the sampling thread's collectives get a process group of their own, with the run's bound on waits
         group = dist.new_group(backend="gloo", timeout=timedelta(seconds=timeout)) \
             if dist.is_initialized() and world > 1 else None
-        self.pipeline = SamplingPipeline(sampling.prefetch, 2 * timeout, initializer=sample_in_this_thread_only)
+        self.pipeline = SamplingPipeline(sampling.prefetch, 2 * timeout)
         try:
             t0 = time.perf_counter()
             cached = self._select_cache(topology, offsets, train_ids, vip)
@@ -189,7 +187,9 @@ class SampledTrainer:
         b = record.batches
         hit = b.cache_hit_rate
         return [format_epoch(record, epochs) + f" | {b.minibatches} batches, {b.input_rows_per_batch:.0f} rows/batch, "
-                f"cache hits {'–' if hit is None else f'{hit:.0%}'}"]
+                f"cache hits {'–' if hit is None else f'{hit:.0%}'} | sampling {record.sample_time:.3f} s, "
+                f"fetching {b.fetch_time:.3f} s (ahead), waited {b.fetch_wait_time:.3f} s, "
+                f"computing {record.compute_time:.3f} s"]
 
     def close(self) -> None:
         self.pipeline.close()

@@ -3,20 +3,17 @@
 the whole graph as `sylvie evaluate` does (``eval.json`` next to ``model.pt``). What a pipeline of one Snakemake job
 per run computes, without starting 4 ranks (each importing torch and DGL) and an evaluation process per run.
 
-Two things differ from a process per run, and are made not to matter (tests/test_default_config.py checks the last
+One thing differs from a process per run, and is made not to matter (tests/test_default_config.py checks the last
 run of a launch against `sylvie train` in ranks of its own): torch names a process group by a count that leaving
-the group resets (``fresh_group_names``), and DGL draws in each thread of a process from a stream numbered by the
-order the threads first drew: a sampled run samples in a thread it starts, so a second sampled run in the same
-process would draw other minibatches than in a process of its own (``OneSamplingThread``).
+the group resets (``fresh_group_names``). Sampling needs nothing: its draws are a function of the minibatch, not
+of the thread or process that draws them.
 
 argv[1]: a JSON file, a list of jobs {partition, out, seed, dataset, vip, model, train, comm, sampling, cache,
 features} (sections as mappings; None or absent: the schema's defaults; no dataset: no evaluation).
 """
 import json
 import os
-import queue
 import sys
-import threading
 import time
 
 # as `sylvie train` does before numba is imported (sylvie/cli.py, _as_rank)
@@ -25,7 +22,6 @@ if "OMP_NUM_THREADS" in os.environ:
 
 import torch.distributed.distributed_c10d as c10d  # noqa: E402
 
-import sylvie.sampling.pipeline as sampling_pipeline  # noqa: E402
 from sylvie.config import section  # noqa: E402
 from sylvie.evaluate import evaluate  # noqa: E402
 from sylvie.launch.process_tree import die_with_parent  # noqa: E402
@@ -50,40 +46,8 @@ def fresh_group_names(index: int) -> None:
     c10d._world.group_count = 1000 * index
 
 
-class OneSamplingThread:
-    """``threading`` as sylvie.sampling.pipeline sees it: the thread each sampled run starts for its sampling runs in
-    one thread kept for the whole launch, one run's after another (a run's ends when the run closes its pipeline),
-    so that every sampled run samples in the same thread, whose DGL stream is the one a process of its own gives
-    its sampling thread (full-graph runs draw nothing from DGL)."""
-
-    def __init__(self):
-        self._work: queue.SimpleQueue = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-
-    def _serve(self) -> None:
-        while True:
-            target, args, kwargs = self._work.get()
-            target(*args, **kwargs)
-
-    def Thread(self, target, args=(), kwargs=None, name=None, daemon=None):  # noqa: N802 - threading's name
-        work = self
-
-        class Started:
-            def start(self) -> None:
-                if work._thread is None:
-                    work._thread = threading.Thread(target=work._serve, name="sylvie-sampler", daemon=True)
-                    work._thread.start()
-                work._work.put((target, args, kwargs or {}))
-
-        return Started()
-
-    def __getattr__(self, name):
-        return getattr(threading, name)
-
-
 def main() -> None:
     die_with_parent()
-    sampling_pipeline.threading = OneSamplingThread()
     rank = int(os.environ.get("RANK", 0))
     for index, job in enumerate(json.loads(open(sys.argv[1]).read())):
         start = time.perf_counter()

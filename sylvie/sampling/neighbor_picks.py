@@ -1,0 +1,136 @@
+"""Which in-neighbours each vertex of a frontier draws: without replacement, counter based, in parallel (numba).
+
+Vertex ``v`` of in-degree ``d`` (``d + 1`` with a self-loop: position ``d`` is ``v`` itself) draws
+``k = min(fanout, d)`` distinct positions among its in-edges, a uniform k-subset by Floyd's algorithm, so each
+in-neighbour is included with probability ``min(1, fanout / d)``, as DGL's and SALIENT++'s samplers sample. A
+vertex whose in-edges all fit takes them in the topology's order; otherwise its picks come in the order Floyd's
+algorithm draws them.
+
+Every random number is a pure function of (minibatch key, hop, vertex, draw): splitmix64's finaliser over
+``hop_key + v * golden`` gives the vertex's key, and its j-th draw hashes ``vertex_key + (j + 1) * golden``. No
+state is carried between vertices, so the picks do not depend on the frontier's order, on how the parallel loop
+splits it, or on the number of threads: 1, 2 and N threads give the same bits. The kernels release the GIL.
+
+numba's cache keys a kernel on its own source only; the helpers it inlines live in this module for that reason.
+"""
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+U64 = np.uint64
+GOLDEN = U64(0x9E3779B97F4A7C15)
+_M1, _M2 = U64(0xBF58476D1CE4E5B9), U64(0x94D049BB133111EB)
+MASK64 = (1 << 64) - 1
+PARALLEL_MIN_FRONTIER = 2048  # below this a parallel launch (~0.1-1 ms) costs more than it saves
+CHUNK = 512  # frontier vertices per parallel task
+
+
+@njit(cache=True, inline="always")
+def _mix64(z):
+    """splitmix64's finaliser (Steele, Lea and Flood 2014): a bijection of uint64 with full avalanche."""
+    z = (z ^ (z >> U64(30))) * _M1
+    z = (z ^ (z >> U64(27))) * _M2
+    return z ^ (z >> U64(31))
+
+
+@njit(cache=True, inline="always")
+def _below(x, m):
+    """A uniform integer in [0, m) from the uint64 ``x``: its top 53 bits as a double in [0, 1), times m (bias
+    below m / 2**53)."""
+    t = np.int64(np.float64(x >> U64(11)) * 1.1102230246251565e-16 * np.float64(m))  # 2**-53
+    return min(t, m - 1)
+
+
+@njit(cache=True, inline="always")
+def _pick_range(indptr, src, frontier, offsets, loop, hop_key, out, chosen, lo, hi):
+    """The picks of frontier vertices ``lo .. hi - 1`` into ``out`` (their slices by ``offsets``); ``chosen`` is
+    scratch of at least the largest count."""
+    for i in range(lo, hi):
+        v, start = frontier[i], offsets[i]
+        k, first = offsets[i + 1] - start, indptr[v]
+        deg = indptr[v + 1] - first
+        d = deg + loop
+        if k == d:  # every in-edge (fanout at least the degree), in the topology's order
+            for j in range(deg):
+                out[start + j] = src[first + j]
+            if loop:
+                out[start + deg] = v
+            continue
+        # Floyd: for j in d-k .. d-1, draw t in [0, j]; keep t, or j when t is kept already (a uniform k-subset)
+        vkey = _mix64(hop_key + U64(v) * GOLDEN)
+        for n in range(k):
+            j = d - k + n
+            t = _below(_mix64(vkey + U64(j + 1) * GOLDEN), j + 1)
+            kept = False
+            for q in range(n):  # no early exit: a branch-free scan is faster than a mispredicted one
+                kept |= chosen[q] == t
+            chosen[n] = j if kept else t
+        for n in range(k):
+            p = chosen[n]
+            out[start + n] = v if p == deg else src[first + p]
+
+
+@njit(cache=True, nogil=True)
+def _pick_serial(indptr, src, frontier, offsets, loop, hop_key, out, most):
+    chosen = np.empty(most, np.int64)
+    _pick_range(indptr, src, frontier, offsets, loop, hop_key, out, chosen, 0, frontier.shape[0])
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _pick_parallel(indptr, src, frontier, offsets, loop, hop_key, out, most):
+    n = frontier.shape[0]
+    for c in prange((n + CHUNK - 1) // CHUNK):
+        chosen = np.empty(most, np.int64)
+        _pick_range(indptr, src, frontier, offsets, loop, hop_key, out, chosen, c * CHUNK, min(n, (c + 1) * CHUNK))
+
+
+def hop_key(minibatch_key: int, hop: int) -> np.uint64:
+    """The key of one hop of one minibatch (hops count from the seeds: 0 draws the seeds' neighbours)."""
+    return U64(mix64((minibatch_key + (hop + 1) * int(GOLDEN)) & MASK64))
+
+
+def pick_neighbors(indptr: np.ndarray, src: np.ndarray, frontier: np.ndarray, fanout: int, key: np.uint64,
+                   self_loop: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Each frontier vertex's picks: (offsets, picked), vertex i's sources ``picked[offsets[i]:offsets[i + 1]]``
+    (int64 ids). ``indptr``/``src``: in-edges by destination (CSC); ``key``: ``hop_key(...)``."""
+    if fanout < 1:
+        raise ValueError(f"fanout must be at least 1, got {fanout}")
+    frontier = np.ascontiguousarray(frontier, dtype=np.int64)
+    loop = int(bool(self_loop))
+    counts = np.minimum(indptr[frontier + 1] - indptr[frontier] + loop, fanout)
+    offsets = np.zeros(frontier.shape[0] + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    out = np.empty(int(offsets[-1]), dtype=np.int64)
+    kernel = (_pick_parallel if frontier.shape[0] >= PARALLEL_MIN_FRONTIER and numba.get_num_threads() > 1
+              else _pick_serial)
+    kernel(indptr, src, frontier, offsets, loop, U64(key), out, max(1, int(counts.max(initial=0))))
+    return offsets, out
+
+
+# ------------------------------------------------------------------------------------ the same, in plain Python
+
+def mix64(z: int) -> int:
+    """``_mix64`` on Python ints (the reference the tests hold the kernel to)."""
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+    return z ^ (z >> 31)
+
+
+def reference_picks(indptr, src, v: int, fanout: int, key: int, self_loop: bool = False) -> list[int]:
+    """Vertex ``v``'s picks computed one number at a time in Python: the kernel's specification."""
+    first, d = int(indptr[v]), int(indptr[v + 1] - indptr[v]) + int(self_loop)
+    k = min(fanout, d)
+    if k == d:
+        positions = list(range(d))
+    else:
+        vkey = mix64((int(key) + v * int(GOLDEN)) & MASK64)
+        chosen: list[int] = []
+        for j in range(d - k, d):
+            x = mix64((vkey + (j + 1) * int(GOLDEN)) & MASK64)
+            t = min(int(float(x >> 11) * 2.0 ** -53 * float(j + 1)), j)  # _below(x, j + 1)
+            chosen.append(j if t in chosen else t)
+        positions = chosen
+    deg = d - int(self_loop)
+    return [v if p == deg else int(src[first + p]) for p in positions]

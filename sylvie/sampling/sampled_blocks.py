@@ -1,0 +1,60 @@
+"""A hop's picks as the block (MFG) the models take: sources relabelled to block-local ids, as DGL's samplers do.
+
+A block's destinations are the hop's frontier, in its order, and they are also its first sources; the other
+sources follow in the order they first appear among the picks (destination by destination, each destination's
+picks by position), which is what DGL's ``to_block`` does. The relabelling is a serial pass (numba, the GIL
+released) over a scratch map of one int32 per vertex of the graph, reset after each use, so it costs the picks
+and not the graph. Each block carries ``srcdata[dgl.NID]`` and ``dstdata[dgl.NID]`` (graph ids) and the degrees
+GCN normalises by (``srcdata['out_degree']``, ``dstdata['in_degree']``, of the sampled block itself).
+"""
+from __future__ import annotations
+
+import dgl
+import numpy as np
+import torch
+from numba import njit
+
+
+@njit(cache=True, nogil=True)
+def _relabel(frontier, picked, slot, src_nodes, local_src):
+    """Fill ``src_nodes`` (frontier first) and ``local_src`` (each pick's block-local source); return the number
+    of sources. ``slot`` is -1 everywhere on entry and on return."""
+    n = frontier.shape[0]
+    for i in range(n):
+        slot[frontier[i]] = i
+        src_nodes[i] = frontier[i]
+    for e in range(picked.shape[0]):
+        u = picked[e]
+        s = slot[u]
+        if s < 0:
+            s = n
+            slot[u] = n
+            src_nodes[n] = u
+            n += 1
+        local_src[e] = s
+    for i in range(n):
+        slot[src_nodes[i]] = -1
+    return n
+
+
+def new_slot_map(num_nodes: int) -> np.ndarray:
+    """The scratch map ``sampled_block`` relabels with (one per thread that samples)."""
+    return np.full(num_nodes, -1, dtype=np.int32)
+
+
+def sampled_block(frontier: np.ndarray, offsets: np.ndarray, picked: np.ndarray, slot: np.ndarray):
+    """The block whose destinations are ``frontier`` and whose in-edges are the picks (``pick_neighbors``'s
+    ``offsets``/``picked``); its sources (``srcdata[dgl.NID]``) are the next hop's frontier."""
+    frontier = np.ascontiguousarray(frontier, dtype=np.int64)
+    src_nodes = np.empty(frontier.shape[0] + picked.shape[0], dtype=np.int64)
+    local_src = np.empty(picked.shape[0], dtype=np.int64)
+    num_src = int(_relabel(frontier, picked, slot, src_nodes, local_src))
+    src_nodes = src_nodes[:num_src]
+    block = dgl.create_block(("csc", (torch.from_numpy(offsets), torch.from_numpy(local_src),
+                                      torch.arange(picked.shape[0], dtype=torch.int64))),
+                             num_src_nodes=num_src, num_dst_nodes=frontier.shape[0], idtype=torch.int64)
+    block.srcdata[dgl.NID] = torch.from_numpy(src_nodes)
+    block.dstdata[dgl.NID] = torch.from_numpy(frontier)
+    block.srcdata["out_degree"] = torch.from_numpy(np.bincount(local_src, minlength=num_src))
+    block.dstdata["in_degree"] = torch.from_numpy(np.diff(offsets))
+    return block
