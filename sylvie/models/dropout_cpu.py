@@ -6,7 +6,8 @@ dropped with probability p (to 2**-24). The numbers are counter based, a functio
 draws the same mask without storing it, whatever the chunking or the number of threads, and writing it costs one
 read and one write of the rows (PyTorch's CPU generator draws one number at a time, 20-50x slower).
 
-numba's thread count is numba's setting (``NUMBA_NUM_THREADS``, which ``sylvie train`` sets from
+The kernels release the GIL (``nogil``), so a sampling or communication thread runs beside them. numba's thread
+count is numba's setting (``NUMBA_NUM_THREADS``, which ``sylvie train`` sets from
 ``OMP_NUM_THREADS``).
 """
 from __future__ import annotations
@@ -60,24 +61,24 @@ def _apply_in_place(x, key, threshold, scale, zero, offset, start, stop):
         x[i] = v if _kept(key, threshold, offset + i) else zero
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _drop_serial(x, out, key, threshold, scale, zero, offset):
     _apply(x, out, key, threshold, scale, zero, offset, 0, x.shape[0])
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def _drop_parallel(x, out, key, threshold, scale, zero, offset):
     n = x.shape[0]
     for c in prange((n + CHUNK - 1) // CHUNK):
         _apply(x, out, key, threshold, scale, zero, offset, c * CHUNK, min(n, (c + 1) * CHUNK))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _drop_in_place_serial(x, key, threshold, scale, zero, offset):
     _apply_in_place(x, key, threshold, scale, zero, offset, 0, x.shape[0])
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def _drop_in_place_parallel(x, key, threshold, scale, zero, offset):
     n = x.shape[0]
     for c in prange((n + CHUNK - 1) // CHUNK):

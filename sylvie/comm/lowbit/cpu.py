@@ -6,6 +6,9 @@ numba's thread count is numba's setting (``NUMBA_NUM_THREADS``; ``sylvie train``
 Layout in ``lowbit.format``; arithmetic in ``lowbit.scalar`` (shared with the CUDA kernels, so both write
 the same bytes for the same random numbers). Arrays are numpy (zero-copy views of torch CPU tensors).
 
+The kernels release the GIL while they run (``nogil``): with the pipelined exchange, the main thread's model
+and the communication threads keep running beside an encode or a decode.
+
 Each row is read from memory once: its range and finiteness (vectorized), then its codes into a small
 per-chunk scratch (vectorized), then packed. The bit width is a compile-time constant, so the packing
 loops unroll.
@@ -58,7 +61,7 @@ def _compile(bits: int, parallel: bool, digest: str):
     per_byte = 8 // bits
     word = _WORD[bits]
 
-    @njit(parallel=parallel, cache=True)
+    @njit(parallel=parallel, cache=True, nogil=True)
     def encode_rows(x, xbits, dest_offset, dest_start, dest_rows, key, uniforms, out, bad):
         assert len(digest) > 0
         n, d = x.shape
@@ -110,7 +113,7 @@ def _compile(bits: int, parallel: bool, digest: str):
                         w |= w >> word(4 * (8 - bits))
                     dst[k] = np.uint8(w & word(255))
 
-    @njit(parallel=parallel, cache=True)
+    @njit(parallel=parallel, cache=True, nogil=True)
     def decode_rows(buf, dest_offset, dest_start, dest_rows, out):
         assert len(digest) > 0
         n, d = out.shape
