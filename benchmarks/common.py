@@ -175,6 +175,29 @@ def synthetic_partition(work: str | Path, *, parts: int, method: str | None = No
     return graph, partition(graph, work / (part_name or f"metis-p{parts}"), parts=parts, method=method)
 
 
+@dataclass(frozen=True)
+class WholeGraph:
+    """A canonical graph as a plain DGL user loads it, for the baselines: everything in one process."""
+    graph: object  # dgl.DGLGraph
+    x: object  # torch.Tensor: features
+    y: object  # torch.Tensor: labels
+    train: object  # torch.Tensor: training node ids
+    classes: int
+
+
+def whole_graph(graph_dir: str | Path) -> WholeGraph:
+    """``graph_dir`` (a canonical graph) as ``dgl.graph`` of its edges, its features, labels and training ids."""
+    import dgl
+    import torch
+
+    from sylvie.data.graph import load_graph
+
+    g = load_graph(graph_dir)
+    dg = dgl.graph((torch.from_numpy(g.src.copy()), torch.from_numpy(g.dst.copy())), num_nodes=g.num_nodes)
+    return WholeGraph(dg, torch.from_numpy(g.features), torch.from_numpy(g.labels),
+                      torch.from_numpy(g.train_mask).nonzero().squeeze(1), g.num_classes)
+
+
 # ---------------------------------------------------------------------------------------------------- provenance
 
 def _git(*args: str) -> str | None:

@@ -20,10 +20,9 @@ from pathlib import Path
 import dgl
 import torch
 import torch.nn.functional as F
-from common import publish, synthetic_partition
+from common import publish, synthetic_partition, whole_graph
 
 from sylvie.config import section
-from sylvie.data.graph import load_graph
 from sylvie.partition.shard_reader import read_shard
 from sylvie.runtime.process_group import Context
 from sylvie.train.fullgraph_trainer import FullGraphTrainer
@@ -31,14 +30,12 @@ from sylvie.train.fullgraph_trainer import FullGraphTrainer
 
 def dgl_epochs(graph_dir: Path, model_cfg, epochs: int, lr: float) -> list[float]:
     """Plain DGL, whole graph in this process: seconds of each epoch."""
-    g = load_graph(graph_dir)
-    dg = dgl.graph((torch.from_numpy(g.src.copy()), torch.from_numpy(g.dst.copy())), num_nodes=g.num_nodes)
-    x, y = torch.from_numpy(g.features), torch.from_numpy(g.labels)
-    train = torch.from_numpy(g.train_mask).nonzero().squeeze(1)
+    w = whole_graph(graph_dir)
+    dg, x, y, train = w.graph, w.x, w.y, w.train
     torch.manual_seed(0)
     convs = torch.nn.ModuleList(dgl.nn.SAGEConv(d_in, d_out, "mean") for d_in, d_out in
                                 zip([x.shape[1]] + [model_cfg.hidden] * (model_cfg.layers - 1),
-                                    [model_cfg.hidden] * (model_cfg.layers - 1) + [g.num_classes]))
+                                    [model_cfg.hidden] * (model_cfg.layers - 1) + [w.classes]))
     opt = torch.optim.Adam(convs.parameters(), lr=lr)
     times = []
     for _ in range(epochs):

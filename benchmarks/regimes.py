@@ -13,10 +13,10 @@ training times (evaluation excluded, as in the report). The graph is the product
 products``: ogbn-products' shape, validated in ``products_like.py``) at ``--graph-nodes`` nodes, or with ``--preset
 none`` the block model at the generator's defaults for label and feature noise. Sampled training's minibatch
 (``--fanouts``, first next to the seeds, ``--batch-size`` per rank) is sized so that it touches a small share of
-the graph, as on ogbn-products; the table states that share (DGL's sampler over part 0's training nodes). The
-target is 98% of the lowest best validation accuracy of the four, so every configuration reaches it; target,
-times and plot are the report's own (``sylvie/report/time_to_accuracy.py``, ``plots.py``). The plot goes to
-``--plot``.
+the graph, as on ogbn-products; the table states that share (the trainer's sampler over part 0's training
+nodes). The target is 98% of the lowest best validation accuracy of the four, so every configuration reaches it;
+target, times and plot are the report's own (``sylvie/report/time_to_accuracy.py``, ``plots.py``). The plot goes
+to ``--plot``.
 """
 import argparse
 import json

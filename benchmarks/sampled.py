@@ -34,10 +34,9 @@ import dgl
 import numba
 import numpy as np
 import torch
-from common import publish, synthetic_partition
+from common import publish, synthetic_partition, whole_graph
 
 from sylvie.config import section
-from sylvie.data.graph import load_graph
 from sylvie.formats.partition_manifest import read_manifest
 from sylvie.partition.shard_reader import read_shard, read_topology
 from sylvie.runtime.process_group import Context
@@ -69,12 +68,10 @@ def dgl_epochs(graph_dir: Path, fanouts: list[int], batch: int, hidden: int, epo
     """Plain DGL on the whole graph: seconds of each sampled epoch (sampling, features, forward, backward, step)."""
     import torch.nn.functional as F
 
-    g = load_graph(graph_dir)
-    dg = dgl.graph((torch.from_numpy(g.src.copy()), torch.from_numpy(g.dst.copy())), num_nodes=g.num_nodes)
-    x, y = torch.from_numpy(g.features), torch.from_numpy(g.labels)
-    train = torch.from_numpy(g.train_mask).nonzero().squeeze(1)
+    w = whole_graph(graph_dir)
+    dg, x, y, train = w.graph, w.x, w.y, w.train
     torch.manual_seed(0)
-    dims = [x.shape[1]] + [hidden] * 2 + [g.num_classes]
+    dims = [x.shape[1]] + [hidden] * 2 + [w.classes]
     convs = torch.nn.ModuleList(dgl.nn.SAGEConv(a, b, "mean") for a, b in zip(dims[:-1], dims[1:]))
     opt = torch.optim.Adam(convs.parameters(), lr=0.003)
     loader = dgl.dataloading.DataLoader(dg, train, dgl.dataloading.NeighborSampler(fanouts), batch_size=batch,
@@ -163,9 +160,8 @@ def main() -> None:
         rows.append((f"{args.batches} minibatches with their blocks", threads, edges, t_ours, t_dgl))
         print(f"{threads} thread(s) done", file=sys.stderr, flush=True)
 
-    meta = read_manifest(part)
     lines = [f"products-like graph (preset: products): {topo.num_nodes:,} nodes, {src.shape[0]:,} directed edges, "
-             f"{meta['num_parts']} METIS parts; fanouts ({', '.join(map(str, args.fanouts))}) (first next to the "
+             f"{manifest['num_parts']} METIS parts; fanouts ({', '.join(map(str, args.fanouts))}) (first next to the "
              f"seeds), batch {args.batch_size} of part 0's training vertices; medians of {args.repeats} runs. "
              f"Sampled edges per second (millions); ours / DGL > 1 means ours is faster.", "",
              "| work | threads | sampled edges | ours s | DGL s | ours Medges/s | DGL Medges/s | ours / DGL |",

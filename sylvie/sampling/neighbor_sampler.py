@@ -39,15 +39,20 @@ def batch_sizes(num_seeds: int, iterations: int) -> np.ndarray:
     return np.array([len(b) for b in np.array_split(np.arange(num_seeds), iterations)], dtype=np.int64)
 
 
+def _state(parts: tuple[int, ...], dtype) -> int:
+    """The first word (of ``dtype``) that numpy's SeedSequence draws from non-negative integers: distinct tuples,
+    distinct words."""
+    return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(1, dtype)[0])
+
+
 def sampling_seed(*parts: int) -> int:
-    """A 31-bit seed from non-negative integers (seed, stream, epoch, rank, iteration): distinct tuples, distinct
-    streams."""
-    return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(1, np.uint32)[0] >> np.uint32(1))
+    """A 31-bit seed from (seed, stream, epoch, rank, iteration)."""
+    return _state(parts, np.uint32) >> 1
 
 
 def minibatch_key(*parts: int) -> int:
     """The 64-bit key of one minibatch's draws, from (seed, stream, epoch, rank, iteration)."""
-    return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(1, np.uint64)[0])
+    return _state(parts, np.uint64)
 
 
 class NeighborSampler:

@@ -25,32 +25,24 @@ from sylvie.errors import SylvieError
 
 
 class SamplingPipeline:
-    def __init__(self, depth: int, timeout: float | None, initializer: Callable[[], None] | None = None):
+    def __init__(self, depth: int, timeout: float | None):
         self.depth, self.timeout = depth, timeout
         self.waited = 0.0
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
         # a daemon: a worker stuck in a collective with a failed peer never keeps the process from exiting
-        self._thread = threading.Thread(target=self._serve, args=(initializer,), name="sylvie-sampler", daemon=True)
+        self._thread = threading.Thread(target=self._serve, name="sylvie-sampler", daemon=True)
         self._thread.start()
 
     def begin_epoch(self) -> None:
         """Start counting the consumer's waits afresh."""
         self.waited = 0.0
 
-    def _serve(self, initializer: Callable[[], None] | None) -> None:
-        failed = None
-        try:
-            if initializer is not None:
-                initializer()
-        except BaseException as e:  # every job reports it
-            failed = e
+    def _serve(self) -> None:
         while (job := self._jobs.get()) is not None:
             future, fn, args = job
             if not future.set_running_or_notify_cancel():
                 continue
             try:
-                if failed is not None:
-                    raise failed
                 future.set_result(fn(*args))
             except BaseException as e:  # raised in the consumer
                 future.set_exception(e)
