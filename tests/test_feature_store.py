@@ -11,7 +11,7 @@ from conftest import REPO
 
 from sylvie.config import resolve_runs
 from sylvie.errors import SylvieError
-from sylvie.features.gather_cpu import gather_rows
+from sylvie.features.gather_cpu import gather_rows, gather_rows_at, put_rows
 from sylvie.features.host_memory import huge_page_table
 from sylvie.features.store import FeatureStore
 
@@ -61,6 +61,38 @@ def test_bad_gather_input_is_a_clear_error():
 
 
 @pytest.mark.unit
+@pytest.mark.parametrize("width, dtype", [(64, np.float32), (3, np.float16), (5, np.uint8)])
+def test_gathering_and_putting_rows_in_place_is_numpys_indexed_assignment_bitwise(width, dtype):
+    table = _table(400, width, dtype)
+    rng = np.random.default_rng(3)
+    idx = rng.integers(0, 400, 600)
+    at = rng.permutation(900)[:600]  # distinct rows of the output, some left untouched
+    out = np.full((900, width), 7, dtype)
+    expected = out.copy()
+    expected[at] = table[idx]
+    assert gather_rows_at(table, idx, out, at) is out
+    assert np.array_equal(out.view(np.uint8), expected.view(np.uint8))
+    rows = _table(600, width, dtype, seed=5)
+    expected[at] = rows
+    put_rows(rows, out, at.astype(np.int32))
+    assert np.array_equal(out.view(np.uint8), expected.view(np.uint8))
+    assert gather_rows_at(table, idx[:0], out, at[:0]) is out  # nothing to move
+
+
+@pytest.mark.unit
+def test_bad_in_place_gather_input_is_a_clear_error():
+    table, out = _table(10, 4), np.zeros((5, 4), np.float32)
+    with pytest.raises(IndexError, match="index 10 is out of range for a table of 10 rows"):
+        gather_rows_at(table, np.array([0, 10]), out, np.array([0, 1]))
+    with pytest.raises(IndexError, match="index 5 is out of range for a destination table of 5 rows"):
+        gather_rows_at(table, np.array([0, 1]), out, np.array([0, 5]))
+    with pytest.raises(ValueError, match="at must be integers, one per index"):
+        gather_rows_at(table, np.array([0, 1]), out, np.array([0]))
+    with pytest.raises(ValueError, match="out must be a C-contiguous float32 array of 4 columns"):
+        gather_rows_at(table, np.array([0]), np.zeros((5, 4), np.float64), np.array([0]))
+
+
+@pytest.mark.unit
 @pytest.mark.parametrize("gpu_fraction", [0.0, 0.5, 1.0])
 @pytest.mark.parametrize("zero_copy", ["auto", "off"])
 def test_the_store_returns_the_same_rows_whatever_its_tiers(gpu_fraction, zero_copy):
@@ -69,6 +101,9 @@ def test_the_store_returns_the_same_rows_whatever_its_tiers(gpu_fraction, zero_c
     slots = torch.from_numpy(np.random.default_rng(2).integers(0, 300, 700))
     assert torch.equal(store.gather(slots), table[slots])
     assert store.bytes_served == {"device": 0, "host": 700 * 400}  # no GPU here: one host tier
+    out, at = torch.zeros(1000, 100), torch.randperm(1000)[:700]
+    store.gather_into(slots, out, at)
+    assert torch.equal(out[at], table[slots]) and out.abs().sum(1).eq(0).sum() == 300
     with pytest.raises(IndexError, match="row 300 is out of range for a feature store of 300 rows"):
         store.gather(torch.tensor([300]))
 

@@ -20,6 +20,7 @@ from sylvie.comm.halo_wire import FORWARD, Wire
 from sylvie.comm.lowbit.format import FULL_PRECISION
 from sylvie.comm.stats import CommStats
 from sylvie.errors import SylvieError
+from sylvie.features.gather_cpu import gather_rows
 
 HALF_PRECISION = 16
 
@@ -43,11 +44,23 @@ class RemoteRows:
         return torch.searchsorted(self.part_offsets, ids, right=True) - 1
 
     def _own(self, local: torch.Tensor) -> torch.Tensor:
-        return self.own_rows[local if self.own_index is None else self.own_index[local]]
+        rows = local if self.own_index is None else self.own_index[local]
+        if rows.numel() and self.own_rows.device.type == "cpu" and self.own_rows.is_contiguous():  # without the GIL
+            return torch.from_numpy(gather_rows(self.own_rows.numpy(), rows.numpy()))
+        return self.own_rows[rows]
 
     def fetch(self, ids: torch.Tensor, key: tuple[int, ...] | None = None) -> torch.Tensor:
         """The rows of ``ids`` (int64, any owners), in that order; ``key``: the random stream of Low-bit rounding
         (default: the number of earlier fetches)."""
+        got, order = self.fetch_unordered(ids, key)
+        rows = torch.empty_like(got)
+        rows[order] = got
+        return rows
+
+    def fetch_unordered(self, ids: torch.Tensor, key: tuple[int, ...] | None = None
+                        ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``fetch`` as the rows arrive, by owner: ``(rows, order)`` with ``rows[i]`` the row of ``ids[order[i]]``,
+        for a caller that places them itself (in one pass, with the rest of its rows)."""
         ids = ids.to(torch.long)
         owners = self.owner(ids)
         if ids.numel() and (owners.min() < 0 or owners.max() >= self.world):
@@ -55,7 +68,7 @@ class RemoteRows:
         key = (self.seed, self.rank, *(key if key is not None else (self.calls,)))
         self.calls += 1
         if self.world == 1:
-            return self._own(ids - self.part_offsets[0]).clone()
+            return self._own(ids - self.part_offsets[0]), torch.arange(ids.numel())  # indexing copies
         order = torch.argsort(owners, stable=True)
         want = ids[order]
         send_counts = torch.bincount(owners, minlength=self.world)
@@ -67,10 +80,7 @@ class RemoteRows:
         self.stats.add(seconds=time.perf_counter() - t0, sent=8 * want.numel(), received=8 * asked.numel(),
                        fp32_sent=8 * want.numel())
         answer = self._own(asked - self.part_offsets[self.rank])
-        got = self._send_rows(answer.contiguous(), recv_counts.tolist(), send_counts.tolist(), key)
-        rows = torch.empty_like(got)
-        rows[order] = got
-        return rows
+        return self._send_rows(answer.contiguous(), recv_counts.tolist(), send_counts.tolist(), key), order
 
     def _send_rows(self, answer: torch.Tensor, send_counts: list[int], recv_counts: list[int],
                    key: tuple[int, ...]) -> torch.Tensor:

@@ -1,5 +1,7 @@
 """Row gather on the CPU: ``out[i] = table[idx[i]]``, parallel over rows (numba). The feature store's host tier on a
-machine without a GPU, and the reference the zero-copy GPU gather (``gather_cuda``) is tested against.
+machine without a GPU, and the reference the zero-copy GPU gather (``gather_cuda``) is tested against. With ``at``,
+the rows land at ``out[at[i]]`` in the same pass: a minibatch's input rows are assembled in place from own, cached
+and fetched rows, each written once (``put_rows`` places rows that arrived in another order).
 
 A leaf module: numpy in, numpy out. ``gather_rows`` checks its input (a C-contiguous 2-D table, 1-D integer
 indices within the table) and says what is wrong; the kernel itself trusts it.
@@ -27,6 +29,28 @@ def _gather(table, idx, out):
     return bad
 
 
+@njit(parallel=True, nogil=True)
+def _gather_at(table, idx, out, at):
+    """``out[at[i]] = table[idx[i]]``; returns how many indices were out of range (of the table or of ``out``)."""
+    rows, width = table.shape
+    bad = 0
+    for i in prange(idx.shape[0]):
+        row, dst = idx[i], at[i]
+        if row < 0 or row >= rows or dst < 0 or dst >= out.shape[0]:
+            bad += 1
+            continue
+        for j in range(width):
+            out[dst, j] = table[row, j]
+    return bad
+
+
+def _words(table: np.ndarray, out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Both as the widest unsigned words that tile a row: a bitwise copy of any dtype, in few words."""
+    row_bytes = table.shape[1] * table.dtype.itemsize
+    word = _BITS[next(w for w in (8, 4, 2, 1) if row_bytes % w == 0)]  # >= the itemsize, which divides it
+    return table.view(word), out.view(word)  # C-contiguous: only the last axis changes
+
+
 def check_gather(table: np.ndarray, idx: np.ndarray, what: str = "table", check_range: bool = True) -> None:
     """A clear error for a table or indices the gather kernels cannot take."""
     if table.ndim != 2:
@@ -51,10 +75,31 @@ def gather_rows(table: np.ndarray, idx: np.ndarray, out: np.ndarray | None = Non
         out = np.empty((idx.shape[0], table.shape[1]), dtype=table.dtype)
     elif out.shape != (idx.shape[0], table.shape[1]) or out.dtype != table.dtype or not out.flags.c_contiguous:
         raise ValueError(f"out must be a C-contiguous {table.dtype} array of shape {(idx.shape[0], table.shape[1])}")
-    if idx.size:  # rows as the widest unsigned words that tile them: a bitwise copy of any dtype, in few words
-        row_bytes = table.shape[1] * table.dtype.itemsize
-        word = _BITS[next(w for w in (8, 4, 2, 1) if row_bytes % w == 0)]  # >= the itemsize, which divides it
-        rows_t, rows_o = table.view(word), out.view(word)  # C-contiguous: only the last axis changes
-        if _gather(rows_t, idx.astype(np.int64, copy=False), rows_o):
+    if idx.size:
+        words, out_words = _words(table, out)
+        if _gather(words, idx.astype(np.int64, copy=False), out_words):
             check_gather(table, idx)  # names the first bad index
     return out
+
+
+def gather_rows_at(table: np.ndarray, idx: np.ndarray, out: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """``out[at] = table[idx]`` in one parallel pass (``at``: distinct rows of ``out``, one per index); returns
+    ``out``."""
+    idx, at = np.asarray(idx), np.asarray(at)
+    check_gather(table, idx, check_range=False)
+    if out.ndim != 2 or out.shape[1] != table.shape[1] or out.dtype != table.dtype or not out.flags.c_contiguous:
+        raise ValueError(f"out must be a C-contiguous {table.dtype} array of {table.shape[1]} columns, got "
+                         f"{out.dtype} of shape {out.shape}")
+    if at.shape != idx.shape or at.dtype.kind not in "iu":
+        raise ValueError(f"at must be integers, one per index ({idx.shape}), got {at.dtype} of shape {at.shape}")
+    if idx.size:
+        words, out_words = _words(table, out)
+        if _gather_at(words, idx.astype(np.int64, copy=False), out_words, at.astype(np.int64, copy=False)):
+            check_gather(table, idx)  # names the first bad index
+            check_gather(out, at, "destination table")
+    return out
+
+
+def put_rows(rows: np.ndarray, out: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """``out[at] = rows`` in one parallel pass; returns ``out``."""
+    return gather_rows_at(rows, np.arange(rows.shape[0]), out, at)

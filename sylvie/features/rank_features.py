@@ -22,6 +22,7 @@ from sylvie.comm.collective import all_reduce_sum_together
 from sylvie.comm.lowbit.format import FULL_PRECISION
 from sylvie.comm.remote_rows import RemoteRows
 from sylvie.comm.stats import CommStats
+from sylvie.features.gather_cpu import put_rows
 from sylvie.features.host_memory import huge_page_table
 from sylvie.features.store import FeatureStore, check_store_options
 
@@ -128,12 +129,18 @@ class RankFeatures:
         ids = ids.to(torch.long)
         slots = self.slot[ids].to(torch.long)
         held = slots >= 0
+        held_at, missing_at = held.nonzero().squeeze(1), (~held).nonzero().squeeze(1)
+        held_slots = slots[held_at]
+        # every row is written once, where it belongs: own and cached rows from the table, then the fetched ones
         rows = torch.empty(ids.shape[0], self.dim, dtype=self.table.dtype, device=self.store.device)
-        rows[held.to(rows.device)] = self.store.gather(slots[held])
-        missing = ~held
-        rows[missing.to(rows.device)] = self.remote.fetch(ids[missing], key).to(rows.device)
-        own = int((held & (slots < self.num_own)).sum())
-        counts = GatherCounts(own, int(held.sum()) - own, int(missing.sum()))
+        self.store.gather_into(held_slots, rows, held_at)
+        got, order = self.remote.fetch_unordered(ids[missing_at], key)
+        if rows.device.type == "cpu":
+            put_rows(got.to(rows.dtype).contiguous().numpy(), rows.numpy(), missing_at[order].numpy())
+        else:
+            rows[missing_at[order].to(rows.device)] = got.to(rows.device)
+        own = int((held_slots < self.num_own).sum())
+        counts = GatherCounts(own, held_at.numel() - own, missing_at.numel())
         self.rows.add(counts)
         self.seconds += time.perf_counter() - t0
         return rows, counts

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from sylvie.errors import SylvieError
-from sylvie.features.gather_cpu import check_gather, gather_rows
+from sylvie.features.gather_cpu import check_gather, gather_rows, gather_rows_at
 
 ZERO_COPY = ("auto", "on", "off")
 
@@ -66,16 +66,30 @@ class FeatureStore:
                     {"shape": (self.host.numel(),), "typestr": np.dtype(_numpy_dtype(table)).str,
                      "data": (self.host.data_ptr(), False), "version": 3}, owner=self.host, sync=False)
 
-    def gather(self, slots: torch.Tensor) -> torch.Tensor:
-        """The rows at table positions ``slots``, on the training device."""
+    def _checked(self, slots: torch.Tensor) -> torch.Tensor:
         slots = slots.to(torch.long)
         if slots.numel() and (int(slots.min()) < 0 or int(slots.max()) >= self.num_rows):
             bad = int(slots.min()) if int(slots.min()) < 0 else int(slots.max())
             raise IndexError(f"row {bad} is out of range for a feature store of {self.num_rows} rows")
+        return slots
+
+    def gather(self, slots: torch.Tensor) -> torch.Tensor:
+        """The rows at table positions ``slots``, on the training device."""
+        slots = self._checked(slots)
         if self.device.type != "cuda":
             self.bytes_served["host"] += slots.numel() * self.row_bytes
             return torch.from_numpy(gather_rows(self.table.numpy(), slots.numpy()))
         return self._gather_gpu(slots)
+
+    def gather_into(self, slots: torch.Tensor, out: torch.Tensor, at: torch.Tensor) -> None:
+        """``out[at] = `` the rows at table positions ``slots`` (``out`` on the training device; on the CPU in one
+        pass, without an intermediate copy)."""
+        slots = self._checked(slots)
+        if self.device.type != "cuda":
+            self.bytes_served["host"] += slots.numel() * self.row_bytes
+            gather_rows_at(self.table.numpy(), slots.numpy(), out.numpy(), at.numpy())
+        else:
+            out[at.to(self.device)] = self._gather_gpu(slots)
 
     def _gather_gpu(self, slots: torch.Tensor) -> torch.Tensor:
         with torch.cuda.stream(self.stream):
