@@ -21,10 +21,25 @@ whole graph in one process, ``dgl.dataloading.DataLoader(g, train_ids, NeighborS
 shuffle=True, num_workers=w)`` for each ``w`` in ``--dgl-workers``, the model on ``blocks`` with
 ``x[input_nodes]``. Ours is ``SampledTrainer`` on the one-part partition (prefetch 1: sampling and gathering in
 the sampling thread, ahead of the model). Each is the median of epochs 2 onward of ``--epochs``.
+
+Two tables train 4 ranks, one process per part (``sylvie train --mode sampled``), each the median over epochs 2
+onward of ``--rank-epochs``, with prefetch 0 (each minibatch sampled and fetched when the model asks for it)
+beside the pipelined path (``--prefetch`` minibatches ahead); "waited" is the model's wait for prepared minibatches:
+
+    sudo python benchmarks/sampled.py --cluster 1gbit   # 4 emulated nodes (network namespaces) at that link rate
+    python benchmarks/sampled.py --loopback             # 4 ranks on this machine, DistDGL's setting
+
+``--cluster RATE``: the products-like graph, model, fanouts and batch above, on 4 emulated machines
+(``sylvie bench cluster``) whose links are limited to RATE. ``--loopback``: DistDGL's setting from issue 30 (a
+50K-node synthetic graph of degree 20 and 64 features in 4 METIS parts, GraphSAGE 3 x 64, fanouts (10, 10, 10),
+256 seeds per rank per step), 4 ranks launched by ``sylvie launch`` on this machine, without a cache and with a VIP
+cache at alpha 0.2. DistDGL itself is not run here: its figure is the one stated beside the table.
 """
 from __future__ import annotations
 
 import argparse
+import os
+import statistics
 import sys
 import time
 import warnings
@@ -34,9 +49,10 @@ import dgl
 import numba
 import numpy as np
 import torch
-from common import publish, synthetic_partition, whole_graph
+from common import BIN, partition, publish, sylvie, synthetic_graph, synthetic_partition, whole_graph
 
 from sylvie.config import section
+from sylvie.formats.epoch_record import EpochRecord, read_metrics
 from sylvie.formats.partition_manifest import read_manifest
 from sylvie.partition.shard_reader import read_shard, read_topology
 from sylvie.runtime.process_group import Context
@@ -108,6 +124,89 @@ def sylvie_epochs(part_dir: Path, fanouts: list[int], batch: int, hidden: int, e
         trainer.close()
 
 
+DISTDGL_GRAPH = {"nodes": 50_000, "avg_degree": 20.0, "features": 64}  # issue 30's comparison with DistDGL
+DISTDGL_EPOCH_S = 3.00  # DistDGL 1.1.3's train_dist.py there, measured by the team (issue 30), not in this run
+STEADY = ("epoch_time", "fetch_wait_time", "sample_time", "fetch_time", "compute_time", "allreduce_time",
+          "remote_bytes")
+
+
+def train_args(fanouts: list[int], batch: int, hidden: int, epochs: int, prefetch: int, *extra) -> list[str]:
+    """``sylvie train`` flags of a sampled run (fanouts in DGL's order, the first next to the inputs)."""
+    return ["--mode", "sampled", "--arch", "sage", "--layers", str(len(fanouts)), "--hidden", str(hidden),
+            "--no-self-loop", "--epochs", str(epochs), "--eval-every", str(epochs), "--checkpoint-every", "0",
+            "--log-every", "1", "--fanouts", *map(str, fanouts), "--batch-size", str(batch), "--prefetch",
+            str(prefetch), *map(str, extra)]
+
+
+def steady(records: list[EpochRecord]) -> dict:
+    """Rank 0's medians over epochs 2 onward (every epoch if there is one), with the final test accuracy."""
+    kept = records[1:] or records
+    out = {k: statistics.median(r.value(k) for r in kept) for k in STEADY}
+    return {**out, "test_acc": records[-1].test_acc, "hit": records[-1].batches.cache_hit_rate}
+
+
+def ranks_table(rows: list[tuple[str, dict]], head: str) -> list[str]:
+    lines = [head, "", "| configuration | s/epoch | model waited s | waited share | sampling s | fetching s | "
+             "computing s | all-reduce s | remote MB/epoch | cache hits | test acc |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for name, m in rows:
+        hit = "–" if m["hit"] is None else f"{m['hit']:.0%}"
+        lines.append(f"| {name} | {m['epoch_time']:.2f} | {m['fetch_wait_time']:.2f} | "
+                     f"{m['fetch_wait_time'] / m['epoch_time']:.0%} | {m['sample_time']:.2f} | {m['fetch_time']:.2f} | "
+                     f"{m['compute_time']:.2f} | {m['allreduce_time']:.2f} | {m['remote_bytes'] / 1e6:.1f} | "
+                     f"{hit} | {m['test_acc']:.2%} |")
+    return lines
+
+
+def cluster_table(args, dgl_order: list[int]) -> None:
+    """(c): 4 emulated machines at ``--cluster``, prefetch 0 against the pipelined path."""
+    from sylvie.bench.cluster_run import train_on_cluster
+
+    _, part = synthetic_partition(Path(args.work), parts=4, nodes=args.graph_nodes, preset="products")
+    rows = []
+    for prefetch in (0, args.prefetch):
+        out = Path(args.work) / "cluster" / f"prefetch-{prefetch}"
+        flags = train_args(dgl_order, args.batch_size, args.hidden, args.rank_epochs, prefetch)
+        rows.append((f"prefetch {prefetch}" + (" (pipelined)" if prefetch else " (in line)"),
+                     steady(train_on_cluster(part, out, 4, args.cluster, flags, timeout_s=3600))))
+        print(f"cluster, prefetch {prefetch}: {rows[-1][1]['epoch_time']:.2f} s/epoch", file=sys.stderr, flush=True)
+    head = (f"4 emulated machines (network namespaces, `sylvie bench cluster`) at {args.cluster} each, sharing "
+            f"{os.cpu_count()} cores; the products-like graph above ({args.graph_nodes:,} nodes) in 4 METIS parts; "
+            f"GraphSAGE 3 x {args.hidden}, fanouts ({', '.join(map(str, args.fanouts))}), batch {args.batch_size} "
+            f"per rank; no cache; rank 0's medians over epochs 2-{args.rank_epochs} (remote MB: all ranks).")
+    publish("\n".join(ranks_table(rows, head)), args.write, "sampled-cluster")
+
+
+def loopback_table(args) -> None:
+    """DistDGL's setting: 4 ranks on this machine, without a cache and with a VIP cache."""
+    work = Path(args.work) / "distdgl"
+    graph = synthetic_graph(work / "graph", **DISTDGL_GRAPH)
+    part = partition(graph, work / "metis-p4", parts=4)
+    fanouts, batch, hidden = [10, 10, 10], 256, 64
+    vip = work / "vip-p4"
+    if not vip.exists():
+        sylvie("vip", part, "--out", vip, "--fanouts", *fanouts, "--batch-size", batch)
+    configs = [("no cache, prefetch 0 (in line)", 0, ["--alpha", 0]),
+               (f"no cache, prefetch {args.prefetch}", args.prefetch, ["--alpha", 0]),
+               (f"VIP cache alpha 0.2, prefetch {args.prefetch}", args.prefetch,
+                ["--alpha", 0.2, "--policy", "vip", "--vip", vip])]
+    rows = []
+    for name, prefetch, extra in configs:
+        out = work / "runs" / name.split(",")[0].replace(" ", "-") / f"prefetch-{prefetch}"
+        sylvie("launch", "--ranks", 4, "--", BIN / "sylvie", "train", "--partition", part, "--out", out,
+               "--no-progress", *train_args(fanouts, batch, hidden, args.rank_epochs, prefetch, *extra),
+               log=out.parent / f"prefetch-{prefetch}.log", timeout_s=3600)
+        rows.append((name, steady(read_metrics(out))))
+        print(f"{name}: {rows[-1][1]['epoch_time']:.2f} s/epoch", file=sys.stderr, flush=True)
+    head = (f"DistDGL's setting (issue 30): synthetic graph of {DISTDGL_GRAPH['nodes']:,} nodes, average degree "
+            f"{DISTDGL_GRAPH['avg_degree']:g}, {DISTDGL_GRAPH['features']} features, 4 METIS parts; GraphSAGE 3 x "
+            f"{hidden}, fanouts (10, 10, 10), {batch} seeds per rank per step; 4 ranks on this machine's "
+            f"{os.cpu_count()} cores (`sylvie launch --ranks 4`, loopback); rank 0's medians over epochs "
+            f"2-{args.rank_epochs}. DistDGL 1.1.3 (`train_dist.py`, one server and one trainer per part) on the same "
+            f"graph, parts, model and cores: {DISTDGL_EPOCH_S:.2f} s/epoch, measured by the team, not in this run.")
+    publish("\n".join(ranks_table(rows, head)), args.write, "sampled-loopback")
+
+
 def set_threads(n: int) -> None:
     numba.set_num_threads(n)
     dgl.utils.set_num_threads(n)
@@ -125,13 +224,30 @@ def main() -> None:
     ap.add_argument("--hidden", type=int, default=256, help="the epoch table's GraphSAGE width")
     ap.add_argument("--epochs", type=int, default=3, help="the epoch table's epochs per run (median of 2 onward)")
     ap.add_argument("--dgl-workers", type=int, nargs="*", default=[0, 1, 2], help="DataLoader num_workers to try")
+    ap.add_argument("--cluster", metavar="RATE", help="also (c) on 4 emulated machines at this tc rate (root)")
+    ap.add_argument("--loopback", action="store_true", help="also 4 ranks on this machine in DistDGL's setting")
+    ap.add_argument("--rank-epochs", type=int, default=8, help="epochs of each 4-rank run (median of 2 onward)")
+    ap.add_argument("--prefetch", type=int, default=2, help="the pipelined runs' sampling.prefetch")
+    ap.add_argument("--skip-one-rank", action="store_true", help="only the 4-rank tables")
     ap.add_argument("--work", default="results/bench-sampled")
     ap.add_argument("--write", help="a Markdown file whose table (between the markers) is replaced")
     args = ap.parse_args()
     if max(args.threads) > numba.config.NUMBA_NUM_THREADS:
         sys.exit(f"--threads {max(args.threads)} is more than numba's {numba.config.NUMBA_NUM_THREADS}: "
                  f"set NUMBA_NUM_THREADS={max(args.threads)}")
+    if args.cluster and os.geteuid() != 0:
+        sys.exit("--cluster makes network namespaces: run as root (sudo)")
+    if not args.skip_one_rank:
+        throughput_table(args)
+        if args.epochs:
+            epoch_table(args, args.fanouts[::-1])
+    if args.loopback:
+        loopback_table(args)
+    if args.cluster:
+        cluster_table(args, args.fanouts[::-1])
 
+
+def throughput_table(args) -> None:
     graph, part = synthetic_partition(Path(args.work), parts=4, nodes=args.graph_nodes, preset="products")
     manifest = read_manifest(part)
     topo = read_topology(part, manifest)
@@ -170,8 +286,6 @@ def main() -> None:
         lines.append(f"| {work} | {threads} | {edges:,} | {t_ours:.4f} | {t_dgl:.4f} | {edges / t_ours / 1e6:.1f} | "
                      f"{edges / t_dgl / 1e6:.1f} | {t_dgl / t_ours:.2f}x |")
     publish("\n".join(lines), args.write, "sampler-throughput")
-    if args.epochs:
-        epoch_table(args, dgl_order)
 
 
 def epoch_table(args, dgl_order: list[int]) -> None:
