@@ -10,7 +10,7 @@ The price is a page fault for every 4 KB page of every such block, each time one
 and evaluation pay it (their blocks span the part, and memory is what bounds them). Sampled training does not
 set it (``train/run.py``): its tensors are a minibatch's, allocated anew every step, a small share of the part. On
 50K nodes in 4 parts, 4 ranks on 2 cores (GraphSAGE 3 x 64, fanouts 10/10/10, batch 256), a sampled epoch took
-5.8 s with the 1 MB threshold (40% of the ranks' CPU time in the kernel, on page faults) and 3.2 s with
+5.8 s with the 1 MB threshold (40% of the ranks' CPU time in the kernel, on page faults) and 3.1 s with
 glibc's own.
 """
 from __future__ import annotations
