@@ -12,9 +12,10 @@ Tiers, fastest first:
   gathered by the CPU in parallel (``gather_cpu``; the rank allocates that table on huge pages, ``host_memory``)
   and, with a GPU, copied over from a pinned staging buffer (the conventional path).
 
-``gather(slots)`` returns the rows of table positions ``slots`` on the training device, bitwise the same whatever
-the tiers; bytes served per tier are counted. On a GPU the gather runs on a CUDA stream of its own and is complete
-when it returns (the sampling thread calls it, so it overlaps the training step on the default stream).
+``gather_into(slots, out, at)`` writes the rows of table positions ``slots`` to rows ``at`` of ``out`` on the
+training device, bitwise the same whatever the tiers; bytes served per tier are counted. On a GPU the gather runs on
+a CUDA stream of its own and is complete when it returns (the sampling thread calls it, so it overlaps the training
+step on the default stream).
 """
 from __future__ import annotations
 
@@ -66,25 +67,13 @@ class FeatureStore:
                     {"shape": (self.host.numel(),), "typestr": np.dtype(_numpy_dtype(table)).str,
                      "data": (self.host.data_ptr(), False), "version": 3}, owner=self.host, sync=False)
 
-    def _checked(self, slots: torch.Tensor) -> torch.Tensor:
+    def gather_into(self, slots: torch.Tensor, out: torch.Tensor, at: torch.Tensor) -> None:
+        """``out[at] = `` the rows at table positions ``slots`` (``out`` on the training device; on the CPU in one
+        pass, without an intermediate copy)."""
         slots = slots.to(torch.long)
         if slots.numel() and (int(slots.min()) < 0 or int(slots.max()) >= self.num_rows):
             bad = int(slots.min()) if int(slots.min()) < 0 else int(slots.max())
             raise IndexError(f"row {bad} is out of range for a feature store of {self.num_rows} rows")
-        return slots
-
-    def gather(self, slots: torch.Tensor) -> torch.Tensor:
-        """The rows at table positions ``slots``, on the training device."""
-        slots = self._checked(slots)
-        if self.device.type != "cuda":
-            self.bytes_served["host"] += slots.numel() * self.row_bytes
-            return torch.from_numpy(gather_rows(self.table.numpy(), slots.numpy()))
-        return self._gather_gpu(slots)
-
-    def gather_into(self, slots: torch.Tensor, out: torch.Tensor, at: torch.Tensor) -> None:
-        """``out[at] = `` the rows at table positions ``slots`` (``out`` on the training device; on the CPU in one
-        pass, without an intermediate copy)."""
-        slots = self._checked(slots)
         if self.device.type != "cuda":
             self.bytes_served["host"] += slots.numel() * self.row_bytes
             gather_rows_at(self.table.numpy(), slots.numpy(), out.numpy(), at.numpy())
