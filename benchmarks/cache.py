@@ -14,13 +14,12 @@ the same volume: minibatches x the sum of VIP over the remote vertices not cache
 size). --write replaces the tables between the markers in the file.
 """
 import argparse
-import statistics
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
-from common import partition, publish, sylvie, synthetic_graph
+from common import partition, publish, steady_medians, sylvie, synthetic_graph
 
 from sylvie.features.cache_policy import cache_budget, select_cache
 from sylvie.formats.partition_manifest import read_manifest
@@ -146,10 +145,8 @@ def cluster_table(work: Path, args) -> list[str]:
     for name, flags in configs:
         out = work / "runs" / name.split(",")[0].replace(" ", "-")
         records = train_on_cluster(part, out, args.nodes, args.rate, model + flags, timeout_s=7200)
-        steady = records[1:] or records
-        med = {k: statistics.median(r.value(k) for r in steady) for k in
-               ("epoch_time", "fetch_wait_time", "compute_time", "allreduce_time", "sample_time", "fetch_time",
-                "remote_bytes", "rows_remote")}
+        med = steady_medians(records, ("epoch_time", "fetch_wait_time", "compute_time", "allreduce_time",
+                                       "sample_time", "fetch_time", "remote_bytes", "rows_remote"))
         rows.append((name, med, records[-1].test_acc, records[-1].batches.cache_hit_rate))
         print(f"{name}: {med['epoch_time']:.2f} s/epoch", file=sys.stderr)
     base = rows[0][1]["epoch_time"]

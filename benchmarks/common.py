@@ -13,6 +13,7 @@ import platform
 import shlex
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -173,6 +174,13 @@ def synthetic_partition(work: str | Path, *, parts: int, method: str | None = No
     work = Path(work)
     graph = synthetic_graph(work / "graph", **graph_params)
     return graph, partition(graph, work / (part_name or f"metis-p{parts}"), parts=parts, method=method)
+
+
+def steady_medians(records, keys) -> dict:
+    """Each field of ``keys`` as its median over the epochs after the first (every epoch if there is one): the
+    steady state of a run's ``EpochRecord``s, without the first epoch's start-up."""
+    steady = records[1:] or records
+    return {k: statistics.median(r.value(k) for r in steady) for k in keys}
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import time
 import warnings
@@ -49,7 +48,16 @@ import dgl
 import numba
 import numpy as np
 import torch
-from common import BIN, partition, publish, sylvie, synthetic_graph, synthetic_partition, whole_graph
+from common import (
+    BIN,
+    partition,
+    publish,
+    steady_medians,
+    sylvie,
+    synthetic_graph,
+    synthetic_partition,
+    whole_graph,
+)
 
 from sylvie.config import section
 from sylvie.formats.epoch_record import EpochRecord, read_metrics
@@ -140,9 +148,8 @@ def train_args(fanouts: list[int], batch: int, hidden: int, epochs: int, prefetc
 
 def steady(records: list[EpochRecord]) -> dict:
     """Rank 0's medians over epochs 2 onward (every epoch if there is one), with the final test accuracy."""
-    kept = records[1:] or records
-    out = {k: statistics.median(r.value(k) for r in kept) for k in STEADY}
-    return {**out, "test_acc": records[-1].test_acc, "hit": records[-1].batches.cache_hit_rate}
+    return {**steady_medians(records, STEADY), "test_acc": records[-1].test_acc,
+            "hit": records[-1].batches.cache_hit_rate}
 
 
 def ranks_table(rows: list[tuple[str, dict]], head: str) -> list[str]:
