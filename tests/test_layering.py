@@ -25,6 +25,8 @@ AREAS = {
     # the Low-bit kernels and what they share; the package's public encode/decode (its __init__) is comm
     "sylvie.comm.lowbit.format": "kernels", "sylvie.comm.lowbit.scalar": "kernels", "sylvie.comm.lowbit.cpu": "kernels",
     "sylvie.comm.lowbit.cuda": "kernels", "sylvie.models": "models",
+    # the block: the one record our sampler builds and the models take (with the sort that gives its out-edges)
+    "sylvie.models.block": "block", "sylvie.models.block_transpose": "block",
     "sylvie.partition": "partition", "sylvie.data": "data", "sylvie.formats": "formats",
     "sylvie.errors": "base", "sylvie.atomic": "base", "sylvie.arrow_arrays": "base", "sylvie.output_dir": "base",
     "sylvie.config": "base", "sylvie": "base",
@@ -33,21 +35,23 @@ AREAS = {
 ALLOWED = {
     "main": {"cli"},
     "cli": {"bench", "launch", "evaluate", "vip", "report", "train", "sampling", "runtime", "features", "comm",
-            "kernels", "models", "partition", "data", "formats", "base"},
+            "kernels", "block", "models", "partition", "data", "formats", "base"},
     "bench": {"launch", "formats", "base"},
     "launch": {"formats", "base"},
     # evaluation runs a trained model: on the whole graph, or partition-parallel on the ranks' runtime; never train
-    "evaluate": {"runtime", "partition", "models", "data", "formats", "base"},
+    "evaluate": {"runtime", "partition", "block", "models", "data", "formats", "base"},
     "vip": {"sampling", "partition", "formats", "base"},
     "report": {"formats", "base"},
-    "train": {"runtime", "sampling", "features", "comm", "kernels", "models", "partition", "data", "formats", "base"},
+    "train": {"runtime", "sampling", "features", "comm", "kernels", "block", "models", "partition", "data", "formats",
+              "base"},
     # a rank's process group, watchdog and part of the graph (halo rows through comm, blocks for the models)
-    "runtime": {"comm", "kernels", "models", "partition", "formats", "base"},
-    "sampling": {"kernels", "partition", "formats", "base"},
+    "runtime": {"comm", "kernels", "block", "models", "partition", "formats", "base"},
+    "sampling": {"kernels", "block", "partition", "formats", "base"},
     "features": {"sampling", "comm", "kernels", "formats", "base"},
     "comm": {"kernels", "formats", "base"},
     "kernels": set(),
-    "models": {"base"},
+    "block": {"base"},
+    "models": {"block", "base"},
     "partition": {"data", "formats", "base"},
     "data": {"formats", "base"},
     "formats": {"base"},

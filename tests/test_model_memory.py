@@ -1,5 +1,6 @@
 """What a layer keeps for the backward pass on a rank of a partitioned graph, and that keeping less changes nothing:
-dropout without a stored mask, GraphSAGE aggregating before its linear map, 32-bit in-edge-only blocks."""
+dropout without a stored mask, GraphSAGE aggregating before its linear map, 32-bit in-edge-only blocks, GAT's
+attention keeping nothing per edge."""
 import numpy as np
 import pytest
 import torch
@@ -8,7 +9,6 @@ from dgl.nn import SAGEConv
 from sylvie.models.blocks import local_block
 from sylvie.models.dropout import Dropout
 from sylvie.models.gnn import GNN
-from sylvie.models.normalization import gcn_edge_weight
 from sylvie.models.sage import MeanSAGEConv
 
 pytestmark = pytest.mark.unit
@@ -65,14 +65,14 @@ def _random_block(num_inner=30, num_halo=50, edges=400, seed=0):
 @pytest.mark.parametrize("apart", [False, True])
 def test_mean_sage_equals_dgls_sageconv_in_either_order(d_in, d_out, apart):
     """Destinations apart and a gradient on the input: aggregate, then fc_neigh; else DGL's order."""
-    _, _, block = _random_block()
+    src, dst, block = _random_block()
     torch.manual_seed(1)
     ours = MeanSAGEConv(d_in, d_out).double()
     theirs = SAGEConv(d_in, d_out, "mean").double()
     theirs.load_state_dict(ours.state_dict())
-    x = torch.randn(block.num_src_nodes(), d_in, dtype=torch.float64, requires_grad=True)
-    y_ours = ours(block, (x, x[:block.num_dst_nodes()]) if apart else x)
-    y_theirs = theirs(block, x)
+    x = torch.randn(block.num_src, d_in, dtype=torch.float64, requires_grad=True)
+    y_ours = ours(block, (x, x[:block.num_dst]) if apart else x)
+    y_theirs = theirs(dgl_block(src, dst, block), x)
     torch.testing.assert_close(y_ours, y_theirs)
     g = torch.randn_like(y_ours)
     (grad_ours,) = torch.autograd.grad(y_ours, x, g, retain_graph=True)
@@ -84,22 +84,53 @@ def test_mean_sage_equals_dgls_sageconv_in_either_order(d_in, d_out, apart):
         torch.testing.assert_close(p.grad, q.grad, msg=name)
 
 
-def test_a_block_keeps_32_bit_in_edges_only_and_gcn_weights_follow_its_edge_ids():
+def test_a_block_keeps_32_bit_in_edges_by_destination_and_nothing_else():
     src, dst, block = _random_block()
-    assert block.idtype == torch.int32
-    assert block.formats() == {"created": ["csc"], "not created": []}
-    w = gcn_edge_weight(block, torch.float64)
-    out_deg = block.srcdata["out_degree"].double()
-    in_deg = block.dstdata["in_degree"].double().clamp(min=1)
-    # edge i is the i-th edge given (src[i] -> dst[i])
-    torch.testing.assert_close(w, out_deg[src] ** -0.5 * in_deg[dst] ** -0.5)
+    assert block.indices.dtype == torch.int32 and block.indptr.dtype == torch.int64
+    assert block._transpose is None  # out-edges only once a backward asks for them
+    order = np.lexsort((np.arange(len(dst)), dst))  # by destination, the order given within one
+    assert np.array_equal(block.indices.numpy(), src[order])
+    assert np.array_equal(block.local_in_degree().numpy(), np.bincount(dst, minlength=block.num_dst))
+
+
+def test_gat_keeps_nothing_per_edge_for_the_backward():
+    """DGL's GATConv keeps its scores, weights and dropout mask per edge and head; ours keeps per destination and
+    head the softmax's maximum and denominator only."""
+    _, _, block = _random_block(edges=2000)
+    model = GNN("gat", 12, 8, 5, layers=2, dropout=0.5, heads=4).train()
+    x = torch.randn(block.num_src, 12)
+    saved = []
+
+    def keep(t):
+        saved.append(t.shape[0] if t.dim() else 0)
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(keep, lambda t: t):
+        out = model([block, block_of_destinations(block)], x)
+    assert out.shape[0] == block.num_dst
+    assert max(saved) < block.num_edges, f"kept a tensor of {max(saved)} rows; the block has {block.num_edges} edges"
+
+
+def block_of_destinations(block):
+    """``block`` with its destinations as its sources too (a second layer over the first's outputs)."""
+    from sylvie.models.blocks import local_block
+    n = block.num_dst
+    dst = np.repeat(np.arange(n), block.local_in_degree().numpy())
+    src = block.indices.numpy() % n
+    return local_block(src, dst, n, 0, np.bincount(dst, minlength=n), np.bincount(src, minlength=n), False)
+
+
+def dgl_block(src, dst, block):
+    import dgl
+    return dgl.create_block((torch.tensor(src), torch.tensor(dst)), num_src_nodes=block.num_src,
+                            num_dst_nodes=block.num_dst)
 
 
 def test_graphsage_keeps_no_tensor_over_every_source_row_for_the_backward():
     """With 50 halo rows for 30 inner rows (products at 4 parts: 2.6x), a layer after the first keeps only
     inner-row tensors; before, its input over every source row (and a float32 dropout mask of it) stayed."""
     _, _, block = _random_block()
-    n_src, n_inner, hidden = block.num_src_nodes(), block.num_dst_nodes(), 16
+    n_src, n_inner, hidden = block.num_src, block.num_dst, 16
     model = GNN("sage", 12, hidden, 5, layers=3, dropout=0.5).train()
     x = torch.randn(n_src, 12)
 

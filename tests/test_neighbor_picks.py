@@ -4,7 +4,6 @@ the models take them."""
 import hashlib
 import threading
 
-import dgl
 import numba
 import numpy as np
 import pytest
@@ -101,8 +100,7 @@ def _sampler(indptr, src, train, fanouts=(5, 10, 15), self_loop=False, rank=0):
 def _digest(mb) -> str:
     h = hashlib.sha256(mb.seeds.numpy().tobytes())
     for b in mb.blocks:
-        for t in (b.srcdata[dgl.NID], b.dstdata[dgl.NID], *b.adj_tensors("csc")[:2], b.srcdata["out_degree"],
-                  b.dstdata["in_degree"]):
+        for t in (b.src_ids, b.dst_ids, b.indptr, b.indices, b.out_degree, b.in_degree):
             h.update(t.numpy().tobytes())
     return h.hexdigest()
 
@@ -135,18 +133,20 @@ def test_blocks_are_shaped_as_the_models_take_them(self_loop):
     indptr, src = _random_csc(4000, 12, seed=9)
     train = np.random.default_rng(0).permutation(4000)[:600]
     mb = _sampler(indptr, src, train, self_loop=self_loop).sample(train[:100], 0, 0)
-    assert torch.equal(mb.blocks[-1].dstdata[dgl.NID], mb.seeds)  # the last block's destinations: the seeds, in order
-    assert torch.equal(mb.input_nodes, mb.blocks[0].srcdata[dgl.NID])
+    assert torch.equal(mb.blocks[-1].dst_ids, mb.seeds)  # the last block's destinations: the seeds, in order
+    assert torch.equal(mb.input_nodes, mb.blocks[0].src_ids)
     for inner, outer in zip(mb.blocks[1:], mb.blocks[:-1]):
-        assert torch.equal(outer.dstdata[dgl.NID], inner.srcdata[dgl.NID])  # block i's destinations feed block i+1
+        assert torch.equal(outer.dst_ids, inner.src_ids)  # block i's destinations feed block i+1
     for b in mb.blocks:
-        ids = b.srcdata[dgl.NID].numpy()
-        assert b.idtype == torch.int64 and len(np.unique(ids)) == len(ids)
-        assert torch.equal(b.srcdata[dgl.NID][:b.num_dst_nodes()], b.dstdata[dgl.NID])  # destinations first
-        assert torch.equal(b.srcdata["out_degree"], b.out_degrees())
-        assert torch.equal(b.dstdata["in_degree"], b.in_degrees())
-        u, v = b.edges()
-        gu, gv = ids[u.numpy()], b.dstdata[dgl.NID].numpy()[v.numpy()]
+        ids = b.src_ids.numpy()
+        assert b.idtype == torch.int32 and len(np.unique(ids)) == len(ids)
+        assert torch.equal(b.src_ids[:b.num_dst], b.dst_ids)  # destinations first
+        assert torch.equal(b.out_degree, torch.bincount(b.indices.long(), minlength=b.num_src))
+        assert torch.equal(b.in_degree, b.local_in_degree())
+        t = b._transpose  # the out-edges, built in the sampling thread
+        assert t is not None and torch.equal(t.indptr[1:] - t.indptr[:-1], b.out_degree)
+        u, v = b.indices.long(), b.dst_of_edges()
+        gu, gv = ids[u.numpy()], b.dst_ids.numpy()[v.numpy()]
         for a, c in list(zip(gu, gv))[::37]:  # every edge is an in-edge of the topology (or a loop)
             assert (self_loop and a == c) or a in src[indptr[c]:indptr[c + 1]]
 
@@ -154,7 +154,7 @@ def test_blocks_are_shaped_as_the_models_take_them(self_loop):
 def test_an_empty_minibatch_gives_empty_blocks():
     indptr, src = _random_csc(100, 5, seed=1)
     mb = _sampler(indptr, src, np.arange(10)).sample(np.array([], np.int64), 0, 0)
-    assert [b.num_src_nodes() for b in mb.blocks] == [0, 0, 0] and mb.input_nodes.shape == (0,)
+    assert [b.num_src for b in mb.blocks] == [0, 0, 0] and mb.input_nodes.shape == (0,)
 
 
 def test_a_fanout_below_one_is_refused():

@@ -1,7 +1,6 @@
 """The pieces of sampled training, in one process: minibatches of the sampler over the replicated topology, the
 models on a list of blocks, the rows a rank gathers (own, cached, fetched) for every cache policy and alpha, the
 sampling thread, and the config's checks."""
-import dgl
 import numpy as np
 import pytest
 import torch
@@ -50,12 +49,11 @@ def test_with_self_loops_every_vertex_of_a_full_neighbourhood_block_has_itself_a
     topo, _, train = _part(cora_partitions, 0)
     mb = NeighborSampler(topo.in_indptr, topo.in_src, [10_000], train, 1, 0, 0, self_loop=True).sample(train, 0, 0)
     (block,) = mb.blocks
-    src, dst = block.in_edges(torch.arange(block.num_dst_nodes()), form="uv")
-    src_ids, dst_ids = block.srcdata[dgl.NID][src].numpy(), block.dstdata[dgl.NID][dst].numpy()
+    src_ids, dst_ids = block.src_ids[block.indices.long()].numpy(), block.dst_ids[block.dst_of_edges()].numpy()
     for v in train[:50]:
         expected = np.sort(np.append(topo.in_src[topo.in_indptr[v]:topo.in_indptr[v + 1]], v))
         np.testing.assert_array_equal(np.sort(src_ids[dst_ids == v]), expected)
-    assert int(block.dstdata["in_degree"].sum()) == block.num_edges()
+    assert int(block.in_degree.sum()) == block.num_edges
 
 
 @pytest.mark.parametrize("arch", ["sage", "gcn"])
@@ -72,8 +70,7 @@ def test_a_model_on_full_neighbourhood_blocks_computes_what_it_does_on_the_whole
     whole = whole_graph_block(topo.in_src, dst, topo.num_nodes, self_loop=False)
     if arch == "gcn":  # sampled blocks normalise by their own degrees; with every neighbour, those are the global ones
         for b in mb.blocks:
-            b.srcdata["out_degree"] = torch.from_numpy(np.bincount(topo.in_src, minlength=topo.num_nodes))[
-                b.srcdata[dgl.NID]]
+            b.out_degree = torch.from_numpy(np.bincount(topo.in_src, minlength=topo.num_nodes))[b.src_ids]
     with torch.no_grad():
         on_blocks = model(mb.blocks, feats[mb.input_nodes])
         on_whole = model(whole, feats)[torch.from_numpy(train)]

@@ -21,7 +21,7 @@ against 76.1% at 60 epochs and 72.8% against 73.3% at 20, and input dropout 0.1 
 """
 from __future__ import annotations
 
-from dgl.nn import GATConv
+from sylvie.models.gat import GATConv
 
 
 def initialise_gat(conv: GATConv) -> GATConv:

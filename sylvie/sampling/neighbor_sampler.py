@@ -3,9 +3,9 @@
 Every rank holds the topology (``Topology``: in-edges by destination, memory-mapped read-only), so it samples its
 minibatches' neighbourhoods alone; only features are partitioned. A minibatch is its seeds (training vertices of
 the rank's own part), its input vertices (the sources of the first block; the seeds come first) and one block
-(MFG) per layer, as ``dgl.dataloading.NeighborSampler`` makes them: sampling without replacement, ``fanouts`` in
-DGL's order (the first for the input layer), a self-loop per vertex when the model has one (drawn like any other
-in-edge). The picks are ``neighbor_picks``'s and the blocks ``sampled_blocks``'s.
+(MFG, our ``Block``) per layer, as ``dgl.dataloading.NeighborSampler`` makes them: sampling without replacement,
+``fanouts`` in DGL's order (the first for the input layer), a self-loop per vertex when the model has one (drawn like
+any other in-edge). The picks are ``neighbor_picks``'s and the blocks ``sampled_blocks``'s.
 
 Every draw is a pure function of (seed, stream, epoch, rank, minibatch, hop, vertex): a minibatch is the same
 whatever thread samples it, with however many numba threads (``NUMBA_NUM_THREADS``, or ``numba.set_num_threads``
@@ -17,7 +17,6 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-import dgl
 import numpy as np
 import torch
 
@@ -86,9 +85,9 @@ class NeighborSampler:
             offsets, picked = pick_neighbors(self.indptr, self.src, frontier, fanout, hop_key(key, hop),
                                              self.self_loop)
             blocks.append(sampled_block(frontier, offsets, picked, slot))
-            frontier = blocks[-1].srcdata[dgl.NID].numpy()
+            frontier = blocks[-1].src_ids.numpy()
         blocks.reverse()
-        return Minibatch(torch.from_numpy(seeds), blocks[0].srcdata[dgl.NID], blocks)
+        return Minibatch(torch.from_numpy(seeds), blocks[0].src_ids, blocks)
 
 
 def simulated_access_counts(sampler: NeighborSampler, epochs: int, num_nodes: int,

@@ -4,15 +4,17 @@ A block's destinations are the hop's frontier, in its order, and they are also i
 sources follow in the order they first appear among the picks (destination by destination, each destination's
 picks by position), which is what DGL's ``to_block`` does. The relabelling is a serial pass (numba, the GIL
 released) over a scratch map of one int32 per vertex of the graph, reset after each use, so it costs the picks
-and not the graph. Each block carries ``srcdata[dgl.NID]`` and ``dstdata[dgl.NID]`` (graph ids) and the degrees
-GCN normalises by (``srcdata['out_degree']``, ``dstdata['in_degree']``, of the sampled block itself).
+and not the graph. Each block (``sylvie.models.block.Block``) carries ``src_ids`` and ``dst_ids`` (graph ids), the
+degrees GCN normalises by (``out_degree``, ``in_degree``, of the sampled block itself) and its out-edges
+(``Block.transpose``, which the backward walks), built here in the sampling thread rather than by the model's.
 """
 from __future__ import annotations
 
-import dgl
 import numpy as np
 import torch
 from numba import njit
+
+from sylvie.models.block import Block
 
 
 @njit(cache=True, nogil=True)
@@ -42,19 +44,17 @@ def new_slot_map(num_nodes: int) -> np.ndarray:
     return np.full(num_nodes, -1, dtype=np.int32)
 
 
-def sampled_block(frontier: np.ndarray, offsets: np.ndarray, picked: np.ndarray, slot: np.ndarray):
+def sampled_block(frontier: np.ndarray, offsets: np.ndarray, picked: np.ndarray, slot: np.ndarray) -> Block:
     """The block whose destinations are ``frontier`` and whose in-edges are the picks (``pick_neighbors``'s
-    ``offsets``/``picked``); its sources (``srcdata[dgl.NID]``) are the next hop's frontier."""
+    ``offsets``/``picked``); its sources (``src_ids``) are the next hop's frontier."""
     frontier = np.ascontiguousarray(frontier, dtype=np.int64)
     src_nodes = np.empty(frontier.shape[0] + picked.shape[0], dtype=np.int64)
-    local_src = np.empty(picked.shape[0], dtype=np.int64)
+    local_src = np.empty(picked.shape[0], dtype=np.int32)  # block-local ids: num_src < 2**31
     num_src = int(_relabel(frontier, picked, slot, src_nodes, local_src))
     src_nodes = src_nodes[:num_src]
-    block = dgl.create_block(("csc", (torch.from_numpy(offsets), torch.from_numpy(local_src),
-                                      torch.arange(picked.shape[0], dtype=torch.int64))),
-                             num_src_nodes=num_src, num_dst_nodes=frontier.shape[0], idtype=torch.int64)
-    block.srcdata[dgl.NID] = torch.from_numpy(src_nodes)
-    block.dstdata[dgl.NID] = torch.from_numpy(frontier)
-    block.srcdata["out_degree"] = torch.from_numpy(np.bincount(local_src, minlength=num_src))
-    block.dstdata["in_degree"] = torch.from_numpy(np.diff(offsets))
+    block = Block(torch.from_numpy(np.asarray(offsets, np.int64)), torch.from_numpy(local_src), num_src,
+                  in_degree=torch.from_numpy(np.diff(offsets)),
+                  out_degree=torch.from_numpy(np.bincount(local_src, minlength=num_src)),
+                  src_ids=torch.from_numpy(src_nodes), dst_ids=torch.from_numpy(frontier))
+    block.transpose()
     return block

@@ -1,0 +1,126 @@
+"""The block every model runs on: a bipartite graph of source rows and destination rows, stored as the
+destinations' in-edges (CSC), with the degrees GCN normalises by.
+
+One type serves every graph a model sees: a rank's part in full-graph training (its inner rows as destinations,
+inner + halo rows as sources), the whole graph (evaluation in one process: sources and destinations the same
+rows), and each layer of a sampled minibatch (the message flow graph our sampler builds; ``src_ids`` and
+``dst_ids`` give the graph ids of its rows). In every case the destinations are the first ``num_dst`` sources.
+
+Message passing gathers into destinations along ``indptr``/``indices``; its backward scatters into sources, which
+takes the out-edges (``transpose``, built once per block on first use and kept with it, or given by whoever built
+the block ahead of time, as the sampler does in its thread).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import torch
+
+
+@dataclass(frozen=True)
+class Transpose:
+    """The block's out-edges (CSR by source): source u's edges are ``dst[indptr[u]:indptr[u + 1]]``, and
+    ``edge[e]`` is that edge's position among the block's in-edges (for per-edge values such as attention)."""
+
+    indptr: torch.Tensor  # (num_src + 1,) int64
+    dst: torch.Tensor  # (num_edges,) the block's id type
+    edge: torch.Tensor  # (num_edges,) the block's id type
+
+    def to(self, device) -> Transpose:
+        return Transpose(self.indptr.to(device), self.dst.to(device), self.edge.to(device))
+
+
+@dataclass(eq=False)
+class Block:
+    """``num_dst`` destination rows, ``num_src`` source rows (the destinations are the first of them); the in-edges
+    of destination v come from sources ``indices[indptr[v]:indptr[v + 1]]``.
+
+    ``in_degree`` (per destination) and ``out_degree`` (per source) are the degrees GCN's symmetric normalisation
+    uses: a rank's global ones (edges to and from other parts counted, self-loops included where added), or the
+    block's own for a sampled block. GraphSAGE's mean and GAT's softmax run over the block's own in-edges."""
+
+    indptr: torch.Tensor  # (num_dst + 1,) int64
+    indices: torch.Tensor  # (num_edges,) int32 where every id fits, else int64
+    num_src: int
+    in_degree: torch.Tensor  # (num_dst,) int64
+    out_degree: torch.Tensor  # (num_src,) int64
+    src_ids: torch.Tensor | None = None  # (num_src,) graph ids of the sources (sampled blocks)
+    dst_ids: torch.Tensor | None = None  # (num_dst,) graph ids of the destinations (sampled blocks)
+    _transpose: Transpose | None = field(default=None, repr=False)
+    _cache: dict = field(default_factory=dict, repr=False)  # per-block values derived once (ops.py)
+
+    def __post_init__(self):
+        if self.indptr.dim() != 1 or self.indptr.shape[0] < 1 or self.indptr.dtype != torch.int64:
+            raise ValueError(f"Block: indptr must be a 1-d int64 tensor of num_dst + 1 offsets, got "
+                             f"{tuple(self.indptr.shape)} {self.indptr.dtype}")
+        if self.indices.dtype not in (torch.int32, torch.int64) or self.indices.dim() != 1:
+            raise ValueError(f"Block: indices must be a 1-d int32 or int64 tensor, got {self.indices.dtype}")
+        if self.num_dst > self.num_src:
+            raise ValueError(f"Block: {self.num_dst} destinations but only {self.num_src} sources; the destinations "
+                             f"are the first sources")
+        if self.in_degree.shape != (self.num_dst,) or self.out_degree.shape != (self.num_src,):
+            raise ValueError(f"Block: in_degree {tuple(self.in_degree.shape)} / out_degree "
+                             f"{tuple(self.out_degree.shape)} for {self.num_dst} destinations / {self.num_src} sources")
+
+    @property
+    def num_dst(self) -> int:
+        return self.indptr.shape[0] - 1
+
+    @property
+    def num_edges(self) -> int:
+        return self.indices.shape[0]
+
+    @property
+    def device(self) -> torch.device:
+        return self.indices.device
+
+    @property
+    def idtype(self) -> torch.dtype:
+        return self.indices.dtype
+
+    @property
+    def same_rows(self) -> bool:
+        """Sources and destinations are the same rows (the whole graph, one partition): a layer takes its input
+        whole as its destinations, not a slice of it (whose backward writes a zero gradient for every row)."""
+        return self.num_src == self.num_dst
+
+    def local_in_degree(self) -> torch.Tensor:
+        """In-edges of each destination in this block (int64): what a mean or a softmax runs over."""
+        return self.indptr[1:] - self.indptr[:-1]
+
+    def dst_of_edges(self) -> torch.Tensor:
+        """The destination of every in-edge (int64), in the block's edge order."""
+        return torch.repeat_interleave(torch.arange(self.num_dst, device=self.device), self.local_in_degree(),
+                                       output_size=self.num_edges)
+
+    def transpose(self) -> Transpose:
+        """The out-edges (made on first use, then kept with the block)."""
+        if self._transpose is None:
+            from sylvie.models.block_transpose import transpose
+            self._transpose = transpose(self.indptr, self.indices, self.num_src)
+        return self._transpose
+
+    def to(self, device) -> Block:
+        device = torch.device(device)
+        if device == self.device:
+            return self
+
+        def move(t):
+            return None if t is None else t.to(device)
+
+        return replace(self, indptr=move(self.indptr), indices=move(self.indices),
+                       in_degree=move(self.in_degree), out_degree=move(self.out_degree),
+                       src_ids=move(self.src_ids), dst_ids=move(self.dst_ids),
+                       _transpose=None if self._transpose is None else self._transpose.to(device), _cache={})
+
+    def pin_memory(self) -> Block:
+        """The block's tensors in page-locked memory (for an asynchronous copy to a GPU)."""
+
+        def pin(t):
+            return None if t is None else t.pin_memory()
+
+        return replace(self, indptr=pin(self.indptr), indices=pin(self.indices), in_degree=pin(self.in_degree),
+                       out_degree=pin(self.out_degree), src_ids=pin(self.src_ids), dst_ids=pin(self.dst_ids),
+                       _transpose=None if self._transpose is None else Transpose(
+                           *(pin(t) for t in (self._transpose.indptr, self._transpose.dst, self._transpose.edge))),
+                       _cache={})

@@ -1,0 +1,43 @@
+"""A block's out-edges from its in-edges: a counting sort of the edges by source (numba on the CPU, torch's stable
+sort elsewhere). Within a source, edges keep the block's order (by destination), so both paths give the same
+arrays."""
+from __future__ import annotations
+
+import numpy as np
+import torch
+from numba import njit
+
+from sylvie.models.block import Transpose
+
+
+@njit(cache=True, nogil=True)
+def _transpose(indptr, indices, num_src, t_indptr, t_dst, t_edge):
+    for e in range(indices.shape[0]):
+        t_indptr[indices[e] + 1] += 1
+    for u in range(num_src):
+        t_indptr[u + 1] += t_indptr[u]
+    cursor = t_indptr[:-1].copy()
+    for v in range(indptr.shape[0] - 1):
+        for e in range(indptr[v], indptr[v + 1]):
+            u = indices[e]
+            at = cursor[u]
+            t_dst[at] = v
+            t_edge[at] = e
+            cursor[u] = at + 1
+
+
+def transpose(indptr: torch.Tensor, indices: torch.Tensor, num_src: int) -> Transpose:
+    """The out-edges (CSR by source) of the in-edges ``indptr``/``indices`` over ``num_src`` sources."""
+    if indices.device.type == "cpu":
+        ids = indices.numpy()
+        t_indptr = np.zeros(num_src + 1, dtype=np.int64)
+        t_dst = np.empty(ids.shape[0], dtype=ids.dtype)
+        t_edge = np.empty(ids.shape[0], dtype=ids.dtype)
+        _transpose(indptr.numpy(), ids, num_src, t_indptr, t_dst, t_edge)
+        return Transpose(torch.from_numpy(t_indptr), torch.from_numpy(t_dst), torch.from_numpy(t_edge))
+    order = torch.argsort(indices, stable=True)
+    dst = torch.repeat_interleave(torch.arange(indptr.shape[0] - 1, device=indices.device),
+                                  indptr[1:] - indptr[:-1], output_size=indices.shape[0])
+    t_indptr = torch.zeros(num_src + 1, dtype=torch.int64, device=indices.device)
+    torch.cumsum(torch.bincount(indices.long(), minlength=num_src), 0, out=t_indptr[1:])
+    return Transpose(t_indptr, dst[order].to(indices.dtype), order.to(indices.dtype))

@@ -1,0 +1,57 @@
+"""GAT's layer (Velickovic et al.) with DGL's ``GATConv`` parameters (``attn_l``, ``attn_r`` of shape (1, heads,
+out), ``bias`` of heads * out, then ``fc``, in that order), so models saved before keep loading: per head,
+``h_v = sum over in-edges u -> v of softmax_u(leaky_relu(a_l . W x_u + a_r . W x_v)) W x_u``, plus the bias.
+
+The attention (scores, softmax over each destination's in-edges, its dropout, the weighted sum) is one operation
+(``ops.attend``): on the CPU our numba kernels, which keep nothing per edge between the passes; on a GPU PyTorch's
+gathers and scatters. ``feat_drop`` drops out the layer's input (the model passes 0 for the layers whose input it
+drops out itself).
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+
+from sylvie.models.block import Block
+from sylvie.models.dropout import Dropout
+from sylvie.models.ops import attend
+
+
+class GATConv(nn.Module):
+    def __init__(self, in_feats: int, out_feats: int, num_heads: int, feat_drop: float = 0.0,
+                 attn_drop: float = 0.0, negative_slope: float = 0.2):
+        super().__init__()
+        self.num_heads, self.out_feats = num_heads, out_feats
+        self.fc = nn.Linear(in_feats, out_feats * num_heads, bias=False)
+        self.attn_l = nn.Parameter(torch.empty(1, num_heads, out_feats))
+        self.attn_r = nn.Parameter(torch.empty(1, num_heads, out_feats))
+        self.feat_drop = Dropout(feat_drop)
+        if not 0 <= attn_drop < 1:
+            raise ValueError(f"attention dropout must be in [0, 1), got {attn_drop}")
+        self.attn_drop = attn_drop
+        self.negative_slope = negative_slope
+        self.bias = nn.Parameter(torch.empty(num_heads * out_feats))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """DGL's initialisation (xavier-normal with the ReLU gain, zero bias); ``initialise_gat`` then redraws
+        ``fc`` as torch's ``nn.Linear`` (``sylvie/models/initialisation.py`` says why)."""
+        gain = nn.init.calculate_gain("relu")
+        nn.init.xavier_normal_(self.fc.weight, gain=gain)
+        nn.init.xavier_normal_(self.attn_l, gain=gain)
+        nn.init.xavier_normal_(self.attn_r, gain=gain)
+        nn.init.zeros_(self.bias)
+
+    def forward(self, block: Block, feat: torch.Tensor) -> torch.Tensor:
+        """``(num_dst, heads, out)`` from the source rows ``feat``."""
+        h = self.feat_drop(feat)
+        feat_src = self.fc(h).view(-1, self.num_heads, self.out_feats)
+        feat_dst = feat_src if block.same_rows else feat_src[:block.num_dst]
+        el = (feat_src * self.attn_l).sum(-1)
+        er = (feat_dst * self.attn_r).sum(-1)
+        rst = attend(block, feat_src, el, er, self.negative_slope, self.attn_drop if self.training else 0.0)
+        return rst + self.bias.view(1, self.num_heads, self.out_feats)
+
+    def extra_repr(self) -> str:
+        return (f"in={self.fc.in_features}, out={self.out_feats}, heads={self.num_heads}, "
+                f"attn_drop={self.attn_drop}, negative_slope={self.negative_slope}")

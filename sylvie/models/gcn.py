@@ -1,0 +1,40 @@
+"""GCN's layer (Kipf and Welling): ``D_in^-1/2 A D_out^-1/2 X W + b``, with DGL's ``GraphConv`` parameters (``weight``
+of shape (in, out), ``bias``) and initialisation (Glorot uniform, zero bias), so models saved before keep loading.
+
+The symmetric normalisation's edge weight out_degree(u)^-1/2 * in_degree(v)^-1/2 is a product of a factor of each
+end, so it is applied as node factors inside the aggregation (``ops.aggregate``), with the block's degrees (a rank's
+are global: edges to other parts counted), no weight per edge, no scaled copy of the rows. The weight multiplies
+before the aggregation when the layer narrows and after it otherwise, so the sum runs over the narrower rows.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+
+from sylvie.models.block import Block
+from sylvie.models.ops import aggregate, gcn_scales
+
+
+class GraphConv(nn.Module):
+    def __init__(self, in_feats: int, out_feats: int, bias: bool = True):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(in_feats, out_feats))
+        self.bias = nn.Parameter(torch.empty(out_feats)) if bias else None
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        nn.init.xavier_uniform_(self.weight)
+        if self.bias is not None:
+            nn.init.zeros_(self.bias)
+
+    def forward(self, block: Block, h: torch.Tensor) -> torch.Tensor:
+        out_norm, in_norm = gcn_scales(block, h.dtype)
+        w = self.weight
+        if w.shape[0] > w.shape[1]:
+            rst = aggregate(block, torch.matmul(h, w), out_norm, in_norm, "gcn")
+        else:
+            rst = torch.matmul(aggregate(block, h, out_norm, in_norm, "gcn"), w)
+        return rst + self.bias if self.bias is not None else rst
+
+    def extra_repr(self) -> str:
+        return f"in={self.weight.shape[0]}, out={self.weight.shape[1]}"
