@@ -5,12 +5,14 @@
 
 For every rank of a 4-part METIS partition and every architecture (gcn, sage, gat), one training step's forward
 and backward (loss: cross-entropy summed over the rank's training rows, divided by the global number of training
-rows, as the trainer does) on that rank's block (``local_block``: CSC, int32 ids, global degrees, self-loops):
+rows, as the trainer does) on that rank's block (``local_block``: in-edges by destination, int32 ids, global degrees,
+self-loops; the floor: a DGL block of the same in-edges, CSC only, int32 ids):
 
-- **ours**: ``sylvie.models.GNN``, asking for its halo rows before every layer >= 1 through the trainer's own
-  halo exchange (``HaloExchange``, fp32: the gather of the rows peers need, the ``HaloRows`` autograd function,
-  the scatter-add of the gradients peers return) whose all-to-all is a stand-in: it copies prepared rows into the
-  receive buffer (no communication; the same shape and bytes as the real one would receive).
+- **ours**: ``sylvie.models.GNN`` (our block and numba kernels, no DGL), asking for its halo rows before every
+  layer >= 1 through the trainer's own halo exchange (``HaloExchange``, fp32: the gather of the rows peers need,
+  the ``HaloRows`` autograd function, the scatter-add of the gradients peers return) whose all-to-all is a
+  stand-in: it copies prepared rows into the receive buffer (no communication; the same shape and bytes as the
+  real one would receive).
 - **floor**: the same layers written the way a DGL user writes them: GCN's symmetric normalisation as node
   factors from the global degrees, computed once, around a sum aggregation (``dgl.ops.copy_u_sum``, as DGL's
   ``GraphConv(norm='both')`` does it), on the layer's ``GraphConv`` weight and bias (``--gcn-floor edge-weights``:
@@ -66,6 +68,7 @@ class Rank:
         s = shards[k]
         self.block = local_block(s.edge_src, s.edge_dst, s.num_inner, s.num_halo, s.in_degree,
                                  np.concatenate([s.out_degree, s.halo_out_degree]), self_loop)
+        self.dgl_block = dgl_block(self.block)
         halo_x = np.empty((s.num_halo, s.feat.shape[1]), np.float32)
         for j, other in enumerate(shards):
             mine = s.halo_owner == j
@@ -95,6 +98,14 @@ class Rank:
         return HaloExchange(self.plan, CommStats(), all_to_all=self.all_to_all)
 
 
+def dgl_block(block):
+    """DGL's block of our block's in-edges (CSC only, our id type), as a DGL user of a partition would build it."""
+    edge_ids = torch.arange(block.num_edges, dtype=block.idtype)
+    g = dgl.create_block(("csc", (block.indptr.to(block.idtype), block.indices, edge_ids)),
+                         num_src_nodes=block.num_src, num_dst_nodes=block.num_dst, idtype=block.idtype)
+    return g.formats("csc")
+
+
 class Floor(nn.Module):
     """The same model in plain DGL / torch: DGL's layers, ``F.dropout`` and ``torch.cat``."""
 
@@ -117,18 +128,19 @@ class Floor(nn.Module):
                                allow_zero_in_degree=True)
             self.convs.append(conv)
 
-    def prepare(self, block, gcn_edge_weights: bool = False, dtype: torch.dtype = torch.float32):
-        """Per graph, once (as a user would): GCN's symmetric normalisation (node factors, or with
-        ``gcn_edge_weights`` their products per edge), GAT's block with an edge list."""
+    def prepare(self, rank: Rank, gcn_edge_weights: bool = False, dtype: torch.dtype = torch.float32):
+        """Per graph, once (as a user would): GCN's symmetric normalisation from the rank's global degrees (node
+        factors, or with ``gcn_edge_weights`` their products per edge, in edge-id order: the in-edges' order),
+        GAT's block with an edge list."""
         if self.arch == "gcn":
-            self.out_norm = block.srcdata["out_degree"].clamp(min=1).to(dtype).pow(-0.5).unsqueeze(1)
-            self.in_norm = block.dstdata["in_degree"].clamp(min=1).to(dtype).pow(-0.5).unsqueeze(1)
+            self.out_norm = rank.block.out_degree.clamp(min=1).to(dtype).pow(-0.5).unsqueeze(1)
+            self.in_norm = rank.block.in_degree.clamp(min=1).to(dtype).pow(-0.5).unsqueeze(1)
             self.weight = None
             if gcn_edge_weights:
-                src, dst, eid = block.edges(form="all", order="srcdst")
-                self.weight = torch.empty(len(eid), dtype=dtype)
-                self.weight[eid.long()] = self.out_norm[src.long(), 0] * self.in_norm[dst.long(), 0]
-        self.graph = block.formats(["csc", "coo"]) if self.arch == "gat" else block
+                self.weight = self.out_norm[rank.block.indices.long(), 0] * \
+                    self.in_norm[rank.block.dst_of_edges(), 0]
+        graph = rank.dgl_block
+        self.graph = graph.formats(["csc", "coo"]) if self.arch == "gat" else graph
         return self
 
     def gcn(self, conv, h):
@@ -174,7 +186,7 @@ def pair(rank: Rank, arch: str, args, dropout: float):
     ours = GNN(arch, rank.x.shape[1], args.hidden, args.classes, args.layers, dropout, args.heads).train()
     floor = Floor(arch, rank.x.shape[1], args.hidden, args.classes, args.layers, dropout, args.heads).train()
     floor.load_state_dict(ours.state_dict())
-    floor.prepare(rank.block, args.gcn_floor == "edge-weights")
+    floor.prepare(rank, args.gcn_floor == "edge-weights")
     halo = rank.halo()
 
     def step_ours():
@@ -198,7 +210,7 @@ def check_same(rank: Rank, arch: str, args) -> None:
     ours = GNN(arch, rank.x.shape[1], args.hidden, args.classes, args.layers, 0.0, args.heads).double().train()
     floor = Floor(arch, rank.x.shape[1], args.hidden, args.classes, args.layers, 0.0, args.heads).double().train()
     floor.load_state_dict(ours.state_dict())
-    floor.prepare(rank.block, args.gcn_floor == "edge-weights", torch.float64)
+    floor.prepare(rank, args.gcn_floor == "edge-weights", torch.float64)
     gen = torch.Generator().manual_seed(1)
     source = torch.randint(rank.num_inner, (rank.num_halo,), generator=gen)  # inner rows the halo rows depend on
     fixed: dict[int, torch.Tensor] = {}

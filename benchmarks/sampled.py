@@ -266,7 +266,7 @@ def throughput_table(args) -> None:
     dgl_order = args.fanouts[::-1]
     ours = NeighborSampler(indptr, src, dgl_order, train, args.batches, seed=0, rank=0)
     theirs = dgl.dataloading.NeighborSampler(dgl_order)
-    frontier = ours.sample(seeds[0], 0, 0).blocks[1].srcdata[dgl.NID].numpy()  # the 2-hop frontier
+    frontier = ours.sample(seeds[0], 0, 0).blocks[1].src_ids.numpy()  # the 2-hop frontier
     hop_fanout = args.fanouts[0]
     frontier_t = torch.from_numpy(frontier)
 
@@ -277,7 +277,7 @@ def throughput_table(args) -> None:
         t_ours = timed(lambda: pick_neighbors(indptr, src, frontier, hop_fanout, hop_key(1, 0)), args.repeats)
         t_dgl = timed(lambda: dgl.sampling.sample_neighbors(g, frontier_t, hop_fanout), args.repeats)
         rows.append((f"one hop, fanout {hop_fanout}, {len(frontier):,} vertices", threads, picked, t_ours, t_dgl))
-        edges = sum(b.num_edges() for i, s in enumerate(seeds) for b in ours.sample(s, 0, i).blocks)
+        edges = sum(b.num_edges for i, s in enumerate(seeds) for b in ours.sample(s, 0, i).blocks)
         t_ours = timed(lambda: [ours.sample(s, 0, i) for i, s in enumerate(seeds)], args.repeats)
         t_dgl = timed(lambda: [theirs.sample_blocks(g, torch.from_numpy(s)) for s in seeds], args.repeats)
         rows.append((f"{args.batches} minibatches with their blocks", threads, edges, t_ours, t_dgl))

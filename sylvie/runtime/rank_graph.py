@@ -43,7 +43,7 @@ class RankGraph:
     def subgraph(self, halo_kept: torch.Tensor):
         """(block, layer-0 rows) of the partition keeping only the halo rows ``halo_kept`` (indices among the halo
         rows, ascending): inner rows, then the kept halo rows."""
-        n = self.block.num_dst_nodes()
+        n = self.block.num_dst
         rows = torch.cat([torch.arange(n, device=self.x.device), n + halo_kept.to(self.x.device)])
         return halo_subblock(self.block, halo_kept), torch.index_select(self.x, 0, rows)
 
