@@ -1,4 +1,4 @@
-"""Process-group set-up from the torchrun environment (gloo on CPU, nccl on GPU)."""
+"""Process-group set-up from the torchrun environment (gloo on CPU, nccl on GPU, gloo on a GPU ranks share)."""
 from __future__ import annotations
 
 import contextlib
@@ -24,21 +24,32 @@ class Context:
     backend: str
 
 
+def device_and_backend(use_cuda: bool, local_rank: int, local_world: int, devices: int) -> tuple[str, str]:
+    """A rank's device and process-group backend: the CPU and gloo; or GPU ``local_rank`` and nccl, one GPU per
+    local rank; or, with more local ranks than GPUs, GPU ``local_rank % devices`` shared and gloo (NCCL refuses two
+    ranks on one device; gloo stages CUDA tensors through host memory)."""
+    if not use_cuda:
+        return "cpu", "gloo"
+    shared = max(local_world, local_rank + 1) > devices
+    return f"cuda:{local_rank % devices}", "gloo" if shared else "nccl"
+
+
 def init_distributed(device: str = "auto", timeout_s: float = 120) -> Context:
     """Join the process group torchrun described in the environment; a plain process is rank 0 of 1. A
     collective that waits longer than ``timeout_s`` for a peer fails."""
     use_cuda = device == "cuda" or (device == "auto" and torch.cuda.is_available())
     if use_cuda and not torch.cuda.is_available():
         raise SylvieError("train.device is cuda but no CUDA device is visible; use device auto or cpu")
-    local_rank = int(os.environ.get("LOCAL_RANK", 0))
-    dev = torch.device(f"cuda:{local_rank}") if use_cuda else torch.device("cpu")
+    where, backend = device_and_backend(use_cuda, int(os.environ.get("LOCAL_RANK", 0)),
+                                        int(os.environ.get("LOCAL_WORLD_SIZE", 1)),
+                                        torch.cuda.device_count() if use_cuda else 0)
+    dev = torch.device(where)
     if use_cuda:
         torch.cuda.set_device(dev)
-    backend = "nccl" if use_cuda else "gloo"
     if "RANK" in os.environ and not dist.is_initialized():
         dist.init_process_group(backend, timeout=timedelta(seconds=timeout_s))
-    if dist.is_initialized():
-        return Context(dist.get_rank(), dist.get_world_size(), dev, backend)
+    if dist.is_initialized():  # (joined here, or by a caller: its backend)
+        return Context(dist.get_rank(), dist.get_world_size(), dev, dist.get_backend())
     return Context(0, 1, dev, backend)
 
 
