@@ -10,7 +10,7 @@ CORES ?= all
 export PATH := $(BIN):$(PATH)
 export DGLBACKEND := pytorch
 
-.PHONY: run run-slurm slurm-up slurm-down test check install metis lint clean
+.PHONY: run run-slurm slurm-up slurm-down test check install metis lint clean gpu gpu-wheels
 
 install: $(STAMP)
 
@@ -61,6 +61,32 @@ test: lint
 # The fast loop, after every edit: the unit tier (in-process, no torchrun), under a minute.
 check: $(STAMP)
 	$(BIN)/python -m pytest -q -m unit --durations=5 tests
+
+# The GPU check, one call on a GPU machine that has CUDA, PyTorch, numba, numba-cuda and pyarrow (and nothing of ours:
+# no DGL, no Snakemake, no network): installs this checkout without dependencies, plus the wheels in .whl/ where a
+# module they bring is missing, then runs the GPU test tier (pytest -m gpu) and the GPU benchmarks (lowbit.py --device
+# cuda, gather.py, gpu_epoch.py), each bounded, within 8 minutes; DIR gets summary.md and one log per step. Without a
+# GPU it runs the CUDA simulator's tests and reports the GPU tests as skipped (workflow/scripts/gpu-check.sh).
+GPU_PYTHON ?= $(if $(wildcard $(BIN)/python),$(BIN)/python,python3)
+gpu:
+	@test -n "$(OUT)" || { echo "usage: make gpu OUT=DIR (the folder for summary.md and the logs)"; exit 2; }
+	workflow/scripts/gpu-check.sh "$(OUT)" "$(GPU_PYTHON)"
+
+# What such a GPU machine lacks of our run-time dependencies, as pinned wheels for its Python (3.12, manylinux
+# x86_64) into .whl/ (ignored by git), to carry there with the checkout: jsonschema and what it needs that is not
+# there (the config's validation), pymetis (METIS for the partition stage). Its image has the rest (pyyaml, tqdm,
+# scipy, matplotlib, pytest, pytest-timeout, pytest-xdist, PyG); `ogb`, DGL and Snakemake stay behind (not used).
+GPU_WHEELS ?= jsonschema==4.26.0 jsonschema-specifications==2025.9.1 referencing==0.37.0 rpds-py==2026.9.1 \
+	pymetis==2025.2.2
+GPU_WHEEL_PYTHON ?= 3.12
+gpu-wheels:
+	rm -rf .whl
+	$(GPU_PYTHON) -m pip download -q --no-deps --only-binary=:all: --python-version $(GPU_WHEEL_PYTHON) \
+	  --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 \
+	  --platform manylinux_2_24_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+	  --platform manylinux1_x86_64 -d .whl $(GPU_WHEELS)
+	@echo "wheels for the GPU machine (carry .whl with the checkout, then: make gpu OUT=DIR):"
+	@cd .whl && ls -1s --block-size=K *.whl
 
 lint: $(STAMP)
 	$(BIN)/ruff check sylvie tests benchmarks

@@ -4,6 +4,7 @@ copy of the same bytes, measured in the same run, interleaved, and the compressi
     python benchmarks/lowbit.py                       # CPU (numba), D = 128, 256, 602, N = 1M rows
     python benchmarks/lowbit.py --device cuda         # GPU (numba-cuda) against a device-to-device copy
     python benchmarks/lowbit.py --rows 200000 --dims 256 --bits 1 8
+    python benchmarks/lowbit.py --device cuda --markdown   # the table in Markdown (make gpu)
 
 Each GB/s cell is the median of --repeats rounds; one round times copy, encode and decode back to back on
 preallocated outputs, so all three see the same machine state. enc/copy and dec/copy are the medians of
@@ -69,6 +70,7 @@ def main() -> None:
     ap.add_argument("--dims", type=int, nargs="+", default=[128, 256, 602], help="feature dimensions D")
     ap.add_argument("--bits", type=int, nargs="+", default=[1, 2, 4, 8])
     ap.add_argument("--repeats", type=int, default=9)
+    ap.add_argument("--markdown", action="store_true", help="the table in Markdown, as benchmarks/README.md has it")
     args = ap.parse_args()
     if args.device == "cuda" and not torch.cuda.is_available():
         raise SystemExit("--device cuda: no CUDA device visible to torch")
@@ -76,11 +78,19 @@ def main() -> None:
     print(f"Low-bit Module on {where}; GB/s = fp32 input bytes per second; copy = {args.device} memory copy")
     head = (f"{'D':>5} {'N':>9} {'bits':>4} {'ratio':>6} {'copy':>7} {'encode':>7} {'decode':>7} {'enc/copy':>8} "
             f"{'dec/copy':>8}")
-    print(head)
-    print("-" * len(head))
+    if args.markdown:
+        print(f"\nN = {args.rows:,} rows\n\n| D | bits | vs fp32 | copy GB/s | encode GB/s | decode GB/s | "
+              "encode/copy | decode/copy |\n| --- | --- | --- | --- | --- | --- | --- | --- |")
+    else:
+        print(head)
+        print("-" * len(head))
     for dim in args.dims:
         for bits in args.bits:
             m = measure(args.rows, dim, bits, args.device, args.repeats)
+            if args.markdown:
+                print(f"| {dim} | {bits} | {m['ratio']:.1f}x | {m['copy']:.2f} | {m['encode']:.2f} | {m['decode']:.2f} "
+                      f"| {m['enc/copy']:.0%} | {m['dec/copy']:.0%} |", flush=True)
+                continue
             print(f"{dim:>5} {args.rows:>9} {bits:>4} {m['ratio']:>5.1f}x {m['copy']:>7.2f} {m['encode']:>7.2f} "
                   f"{m['decode']:>7.2f} {m['enc/copy']:>8.0%} {m['dec/copy']:>8.0%}")
     print(f"\n{provenance()}")

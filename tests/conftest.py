@@ -34,12 +34,27 @@ TIERS = ("unit", "slow", "e2e")
 
 
 def pytest_collection_modifyitems(config, items):
-    """Every test carries exactly one tier marker; a test without one (or with two) fails collection."""
+    """Every test carries exactly one tier marker; a test without one (or with two) fails collection. A test marked
+    ``gpu`` as well (besides its tier) is skipped, with the reason, where torch sees no CUDA device."""
     wrong = [f"{item.nodeid} ({', '.join(t for t in TIERS if item.get_closest_marker(t)) or 'none'})"
              for item in items if sum(item.get_closest_marker(t) is not None for t in TIERS) != 1]
     if wrong:
         raise pytest.UsageError("each test needs exactly one tier marker (" + ", ".join(TIERS) + "):\n  "
                                 + "\n  ".join(wrong))
+    gpu = [item for item in items if item.get_closest_marker("gpu") is not None]
+    reason = no_cuda_reason() if gpu else None
+    for item in gpu if reason else ():
+        item.add_marker(pytest.mark.skip(reason=reason))
+
+
+def no_cuda_reason() -> str | None:
+    """Why the ``gpu`` tests cannot run here (None: torch sees a CUDA device)."""
+    import torch
+
+    if torch.cuda.is_available():
+        return None
+    build = "a CPU-only build" if torch.version.cuda is None else f"built for CUDA {torch.version.cuda}"
+    return f"needs a CUDA device: torch {torch.__version__} ({build}) sees none; run make gpu OUT=DIR on a GPU machine"
 
 
 @pytest.fixture(scope="session")
