@@ -1,7 +1,8 @@
 """environment.yml against pyproject.toml and the rules: the conda environment a cluster user builds once (and installs
 this checkout into with `pip install -e . --no-deps`) holds every dependency of the package, with version bounds no
-looser than pyproject's; and the rules run in the environment Snakemake runs in, never in a conda environment of
-Snakemake's (built from environment.yml it would lack `sylvie`)."""
+looser than pyproject's, all from conda-forge with its CUDA build of PyTorch and without DGL (which is only an extra
+of the package: the tests' reference and the Planetoid reader); and the rules run in the environment Snakemake runs
+in, never in a conda environment of Snakemake's (built from environment.yml it would lack `sylvie`)."""
 import re
 from pathlib import Path
 
@@ -21,8 +22,7 @@ pytestmark = pytest.mark.unit
 
 REPO = Path(__file__).resolve().parent.parent
 
-# PyPI name -> conda name, where they differ: torch is `pytorch` on the pytorch channel. (dgl keeps its name, from
-# DGL's own channel: `dglteam/label/<torch and CUDA>::dgl`, a channel prefix the parser drops.)
+# PyPI name -> conda name, where they differ: torch is `pytorch` on conda-forge.
 CONDA_NAME = {"torch": "pytorch"}
 
 
@@ -90,7 +90,7 @@ def no_looser(env: SpecifierSet, project: SpecifierSet) -> list[Version]:
 
 def test_conda_spec_reads_conda_forms():
     assert conda_spec("pytorch=2.4") == ("pytorch", SpecifierSet("==2.4.*"))
-    assert conda_spec("dglteam/label/th24_cu124::dgl=2.4") == ("dgl", SpecifierSet("==2.4.*"))
+    assert conda_spec("conda-forge::pytorch>=2.4") == ("pytorch", SpecifierSet(">=2.4"))
     assert conda_spec("pyarrow>=14") == ("pyarrow", SpecifierSet(">=14"))
     assert conda_spec("numpy") == ("numpy", SpecifierSet())
     assert conda_spec("snakemake >=9,<10") == ("snakemake", SpecifierSet(">=9,<10"))
@@ -122,6 +122,37 @@ def test_python_of_the_environment_is_one_the_package_supports():
     requires = SpecifierSet(pyproject()["project"]["requires-python"])
     assert "python" in env and env["python"], "environment.yml should pin python"
     assert not no_looser(env["python"], requires), f"environment.yml's python {env['python']} vs {requires}"
+
+
+def test_the_environment_is_conda_forge_with_cuda_pytorch_and_no_dgl():
+    """conda-forge alone (no pytorch, nvidia or dglteam channel), its CUDA build of PyTorch (the `pytorch-gpu`
+    metapackage), torch from conda rather than from pip (a pip torch would replace the CUDA build), and no DGL."""
+    env = environment()
+    assert env["channels"] == ["conda-forge"], f"environment.yml's channels: {env['channels']}"
+    conda = [entry for entry in env["dependencies"] if isinstance(entry, str)]
+    pip = [line for entry in env["dependencies"] if isinstance(entry, dict) for line in entry.get("pip", [])]
+    prefixes = {entry.split("::", 1)[0].strip() for entry in conda if "::" in entry}
+    assert prefixes <= {"conda-forge"}, f"packages from other channels: {prefixes}"
+    names = {conda_spec(entry)[0] for entry in conda}
+    assert {"pytorch", "pytorch-gpu"} <= names, "environment.yml should install conda-forge's CUDA PyTorch"
+    pip_names = {canonicalize_name(Requirement(line).name) for line in pip}
+    assert "torch" not in pip_names, "torch from pip would replace conda-forge's CUDA build"
+    text = (REPO / "environment.yml").read_text()
+    dgl = sorted(name for name in names | pip_names if name == "dgl" or name.startswith("dgl-"))
+    assert not dgl and "dglteam" not in text, f"environment.yml installs DGL: {dgl or 'a dglteam channel'}"
+
+
+def test_dgl_is_an_extra_and_torch_any_from_2_4():
+    """`pip install .` works on any PyTorch >= 2.4 and installs no DGL; the `dgl` extra (DGL and the `packaging` it
+    imports) and the tests' extra bring it."""
+    project = pyproject()["project"]
+    deps = {canonicalize_name(Requirement(line).name): Requirement(line) for line in project["dependencies"]}
+    assert "dgl" not in deps, "DGL belongs in the dgl extra, not in the dependencies"
+    torch = deps["torch"].specifier
+    assert torch.contains("2.4.0") and not torch.contains("2.3.1") and torch.contains("3.0"), f"torch {torch}"
+    extras = project["optional-dependencies"]
+    assert {canonicalize_name(Requirement(line).name) for line in extras["dgl"]} == {"dgl", "packaging"}
+    assert "dgl" in {canonicalize_name(Requirement(line).name) for line in extras["test"]}
 
 
 def rules() -> dict[str, str]:
