@@ -1,4 +1,7 @@
-"""Planetoid citation graphs (Cora, CiteSeer, PubMed) through DGL's own loaders."""
+"""Planetoid citation graphs (Cora, CiteSeer, PubMed) through DGL's own loaders.
+
+DGL is an optional extra of the package (`dgl`): only this reader and the tests' reference use it, so it is imported
+here, when a Planetoid dataset is read, and its absence is a one-line error naming the install."""
 from __future__ import annotations
 
 import hashlib
@@ -15,12 +18,32 @@ from sylvie.errors import SylvieError
 
 NAMES = ("cora", "citeseer", "pubmed")
 SUFFIXES = ("x", "y", "tx", "ty", "allx", "ally", "graph", "test.index")
+# The dgl extra as `make` installs it: DGL 1.1.3 is the newest DGL on PyPI that runs with torch >= 2.4 on the CPU.
+INSTALL = "pip install dgl==1.1.3 packaging"
+
+
+def _dgl_data():
+    """DGL's ``dgl.data``, or a SylvieError naming the install when DGL is missing or cannot be imported."""
+    try:
+        import dgl.data
+        import dgl.data.citation_graph
+        import dgl.data.utils
+    except ImportError as e:
+        if e.name == "dgl":  # not installed
+            raise SylvieError(f"reading Planetoid datasets (cora, citeseer, pubmed) needs DGL, which is not "
+                              f"installed; install it (the package's dgl extra) with {INSTALL}") from None
+        raise SylvieError(f"reading Planetoid datasets needs DGL, which is installed but could not be imported "
+                          f"({type(e).__name__}: {e}); reinstall it with {INSTALL}") from e
+    except OSError as e:  # a DGL built for another torch: its native library does not load
+        raise SylvieError(f"reading Planetoid datasets needs DGL, which is installed but could not be loaded "
+                          f"({e}); install a DGL built for this torch: {INSTALL}") from e
+    return dgl.data
 
 
 def _dgl_layout(name: str) -> tuple[str, str]:
     """(DGL's internal dataset name, the folder DGL expects under raw_dir)."""
-    from dgl.data.citation_graph import CitationGraphDataset
-    from dgl.data.utils import _get_dgl_url
+    data = _dgl_data()
+    CitationGraphDataset, _get_dgl_url = data.citation_graph.CitationGraphDataset, data.utils._get_dgl_url
 
     internal = "cora_v2" if name == "cora" else name
     url = _get_dgl_url(CitationGraphDataset._urls[internal])
@@ -61,12 +84,11 @@ def load_planetoid(name: str, raw_dir: str | Path, allow_download: bool = True, 
     If the files are not there and ``allow_download`` is set, DGL downloads them into ``raw_dir``.
     DGL writes its processed cache beside the raw files, so local files are read from a scratch copy.
     """
-    import dgl.data
-
     if name not in NAMES:
         raise SylvieError(f"unknown Planetoid dataset '{name}'; choose one of {', '.join(NAMES)}")
-    cls = {"cora": dgl.data.CoraGraphDataset, "citeseer": dgl.data.CiteseerGraphDataset,
-           "pubmed": dgl.data.PubmedGraphDataset}[name]
+    data = _dgl_data()
+    cls = {"cora": data.CoraGraphDataset, "citeseer": data.CiteseerGraphDataset,
+           "pubmed": data.PubmedGraphDataset}[name]
     raw_dir = Path(raw_dir)
     internal, folder = _dgl_layout(name)
     files = _find_raw_files(name, raw_dir, internal)
