@@ -10,9 +10,4 @@ emulates a bandwidth-limited cluster. Base modules: ``config`` (schema-checked t
 ``atomic`` (atomic writes), ``output_dir`` (which directories a stage may replace), ``arrow_arrays``
 (Arrow columns as numpy arrays without importing pandas).
 """
-import os
-
-# DGL picks its tensor backend from this variable and complains loudly when it is unset.
-os.environ.setdefault("DGLBACKEND", "pytorch")
-
 __version__ = "0.1.0"

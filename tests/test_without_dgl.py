@@ -7,9 +7,8 @@ that environment loads it (`sylvie launch`, torchrun, every rank), puts a finder
 ModuleNotFoundError for `dgl` and `dgl.*`, and runs the sitecustomize it shadows, if there is one. It logs each
 process it is loaded in and each import it refuses, with the file and line that asked; so a stage fails here if
 sylvie's own code tries to import DGL at all (even where it would catch the ImportError), and the log shows that the
-hook reached every rank. DGL stays the tests' reference and the Planetoid reader: `sylvie download` is the one stage
-that needs it (the fixtures read Cora in this process), and without DGL it says so in one line
-(tests/test_planetoid_without_dgl.py).
+hook reached every rank. DGL stays the tests' reference only: `sylvie download` of a Planetoid dataset reads its files
+with our own reader, also with DGL refused (tests/test_planetoid_without_dgl.py).
 """
 import importlib.util
 import os
