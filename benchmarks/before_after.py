@@ -71,6 +71,7 @@ class Measurement:
     skip: int
     commands: object  # (version, out) -> the command line
     times: dict = field(default_factory=lambda: {"before": [], "after": []})  # label -> per run, steady epochs
+    peak_kib: dict = field(default_factory=lambda: {"before": [], "after": []})  # label -> per run, largest process
 
 
 def git(*args: str, cwd: Path = REPO) -> str:
@@ -228,6 +229,7 @@ def measure(m: Measurement, versions: dict, repeats: int, runs: Path, threads: i
             times = epoch_times(out)
             steady = times[m.skip:] or times[-1:]
             m.times[label].append(steady)
+            m.peak_kib[label].append(ran.max_rss_kib)
             print(f"{m.key} {label} run {i + 1}/{repeats}: {statistics.median(steady):.3f} s/epoch (epochs "
                   f"{', '.join(f'{t:.3f}' for t in times)}), {ran.seconds:.0f} s in all", file=sys.stderr, flush=True)
 
@@ -253,12 +255,17 @@ def table(measurements: list[Measurement], versions: dict, args) -> str:
              f"run's median; after / before below 1 means the after version is faster. 1-minute load average "
              f"when the benchmark started (other work on the machine's {os.cpu_count()} cores): "
              f"{args.load_start:.2f}. Whole run: {time.perf_counter() - args.t0:.0f} s.",
-             "", "| measurement | graph | before s/epoch | after s/epoch | after / before |",
-             "| --- | --- | --- | --- | --- |"]
+             "Peak memory: the largest process's peak RSS (a rank's: the kernel's ru_maxrss of the run's process "
+             "tree), the highest over the version's runs.",
+             "", "| measurement | graph | before s/epoch | after s/epoch | after / before | before peak MB | "
+                 "after peak MB |",
+             "| --- | --- | --- | --- | --- | ---: | ---: |"]
     for m in measurements:
         before, before_text = cell(m.times["before"])
         after, after_text = cell(m.times["after"])
-        lines.append(f"| {m.title} | {m.graph} | {before_text} | {after_text} | {after / before:.2f}x |")
+        peaks = [max(m.peak_kib[label]) / 1024 for label in ("before", "after")]
+        lines.append(f"| {m.title} | {m.graph} | {before_text} | {after_text} | {after / before:.2f}x | "
+                     f"{peaks[0]:,.0f} | {peaks[1]:,.0f} |")
     return "\n".join(lines)
 
 
