@@ -2,6 +2,8 @@
 normalisation as edge weights, ``SAGEConv('mean')``, ``GATConv``) in float64, on both of our paths (the CPU kernels,
 and PyTorch's operations, which a GPU runs), forward and every gradient; the kernels' own gradients against finite
 differences (``gradcheck``); the pieces (out-edges, work chunks, the attention dropout) against numpy."""
+import dataclasses
+
 import dgl
 import numpy as np
 import pytest
@@ -226,3 +228,20 @@ def test_halo_subblock_keeps_the_kept_rows_edges_and_their_degrees():
     dropped = torch.bincount(dst[~keep], minlength=30)
     assert torch.equal(sub.in_degree, block.in_degree - dropped)
     assert torch.equal(sub.out_degree, block.out_degree[old_of_new])
+
+
+def test_the_sum_of_a_constant_input_is_kept_with_the_block_while_the_input_is_unchanged():
+    block, _ = both()
+    x = torch.randn(block.num_src, 6, dtype=torch.float64)
+    scale = torch.rand(block.num_dst, dtype=torch.float64)
+    first = aggregate(block, x, None, scale, "mean")
+    assert aggregate(block, x, None, scale, "mean") is first  # an epoch's first layer: summed once
+    assert aggregate(block, x, None, scale, "other") is not first  # other scales
+    x.mul_(2)  # modified in place: summed again
+    torch.testing.assert_close(aggregate(block, x, None, scale, "mean"), 2 * first)
+    y = x.clone()
+    assert aggregate(block, y, None, scale, "mean") is not aggregate(block, x.clone(), None, scale, "mean")
+    z = x.clone().requires_grad_()
+    assert aggregate(block, z, None, scale, "mean") is not aggregate(block, z, None, scale, "mean")
+    sampled = dataclasses.replace(block, src_ids=torch.arange(block.num_src), _cache={})  # a minibatch's: used once
+    assert aggregate(sampled, x, None, scale, "mean") is not aggregate(sampled, x, None, scale, "mean")

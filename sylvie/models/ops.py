@@ -132,11 +132,28 @@ def _edge_values(block: Block, src_scale, dst_scale, dtype) -> torch.Tensor:
 
 def aggregate(block: Block, x: torch.Tensor, src_scale: torch.Tensor | None = None,
               dst_scale: torch.Tensor | None = None, scales_key: str | None = None) -> torch.Tensor:
-    """``out[v] = dst_scale[v] * sum over in-edges u -> v of src_scale[u] * x[u]``: a new ``(num_dst, ...)`` tensor.
+    """``out[v] = dst_scale[v] * sum over in-edges u -> v of src_scale[u] * x[u]``: a ``(num_dst, ...)`` tensor.
     The scales (1-d, per source and per destination, or None) are constants of the block (no gradient flows to
-    them); ``scales_key`` names them (``'gcn'``, ``'mean'``) so the sparse path keeps its matrix with the block."""
+    them); ``scales_key`` names them (``'gcn'``, ``'mean'``) so the sparse path keeps its matrix with the block.
+
+    The sum of an input without a gradient (a rank's layer-0 rows: GCN and GraphSAGE drop out no input features)
+    over a block that is kept (a rank's part, the whole graph; not a minibatch's) is the same every epoch: it is kept
+    with the block and returned again while the input is the same unmodified tensor and the scales the same, so an
+    epoch sums its first layer's input once, at set-up. A caller must not modify the result in place. It costs no
+    memory at the peak: the first layer keeps the sum for its weight gradient anyway."""
     if x.shape[0] != block.num_src:
         raise ValueError(f"aggregate: {x.shape[0]} rows for a block of {block.num_src} sources")
+    if x.requires_grad or block.src_ids is not None or scales_key is None:
+        return _aggregate(block, x, src_scale, dst_scale, scales_key)
+    memo = block._cache.get("constant-input")
+    if memo is not None and memo[0] is x and memo[1] == x._version and memo[2] == scales_key:
+        return memo[3]
+    out = _aggregate(block, x, src_scale, dst_scale, scales_key)
+    block._cache["constant-input"] = (x, x._version, scales_key, out)
+    return out
+
+
+def _aggregate(block: Block, x: torch.Tensor, src_scale, dst_scale, scales_key) -> torch.Tensor:
     if _kernels(x):
         shape = x.shape
         flat = x.reshape(shape[0], -1)
