@@ -16,7 +16,7 @@ install: $(STAMP)
 
 # The CPU build of torch (and the DGL that runs with it) is installed first and pinned, so that no other
 # requirement pulls a CUDA build or a DGL built for another torch. DGL is only an extra of the package (`dgl`: the
-# tests' reference and the Planetoid reader); the tests need it, so it is installed here with them.
+# tests' reference); the tests need it, so it is installed here with them.
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip

@@ -24,8 +24,10 @@ self-loops; the floor: a DGL block of the same in-edges, CSC only, int32 ids):
 Both have the same parameter shapes and weights; before timing, the benchmark checks, in float64 and with dropout 0,
 that they compute the same loss and the same weight gradients (so the floor really is the same operations). Each
 dropout given (``--dropout``, default 0.5 and 0) gets its pair of columns; 0 times every path but dropout's.
-Threads (torch and numba): what a rank of ``sylvie launch --ranks PARTS`` gets on this machine (its
-OMP_NUM_THREADS). Steps alternate (ours, floor, floor, ours, ...) after warm-up; the table gives the medians.
+Threads (torch, numba and DGL's OpenMP pool): what a rank of ``sylvie launch --ranks PARTS`` gets on this machine
+(its OMP_NUM_THREADS). Before 2026-11-27 DGL's pool was left at every core (2 here), so the floor's DGL kernels, and
+ours then, which ran on DGL's, had 2 threads where the table says 1. Steps alternate (ours, floor, floor, ours,
+...) after warm-up; the table gives the medians.
 """
 from __future__ import annotations
 
@@ -280,6 +282,9 @@ def main() -> None:
     threads = args.threads or int(thread_env(plan_geometry(args.parts), None, False, env={})["OMP_NUM_THREADS"])
     torch.set_num_threads(threads)
     numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    # DGL's kernels run on an OpenMP pool of their own, all cores unless told (OMP_NUM_THREADS, which a rank of
+    # `sylvie launch` has but this process not): the floor gets the rank's threads too
+    dgl.utils.set_num_threads(threads)
     _, part = synthetic_partition(args.work, parts=args.parts, method="metis", nodes=args.nodes,
                                   avg_degree=args.avg_degree, features=args.features, classes=args.classes,
                                   train_fraction=0.3, val_fraction=0.1)
