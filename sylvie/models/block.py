@@ -112,15 +112,3 @@ class Block:
                        in_degree=move(self.in_degree), out_degree=move(self.out_degree),
                        src_ids=move(self.src_ids), dst_ids=move(self.dst_ids),
                        _transpose=None if self._transpose is None else self._transpose.to(device), _cache={})
-
-    def pin_memory(self) -> Block:
-        """The block's tensors in page-locked memory (for an asynchronous copy to a GPU)."""
-
-        def pin(t):
-            return None if t is None else t.pin_memory()
-
-        return replace(self, indptr=pin(self.indptr), indices=pin(self.indices), in_degree=pin(self.in_degree),
-                       out_degree=pin(self.out_degree), src_ids=pin(self.src_ids), dst_ids=pin(self.dst_ids),
-                       _transpose=None if self._transpose is None else Transpose(
-                           *(pin(t) for t in (self._transpose.indptr, self._transpose.dst, self._transpose.edge))),
-                       _cache={})
