@@ -245,3 +245,15 @@ def test_the_sum_of_a_constant_input_is_kept_with_the_block_while_the_input_is_u
     assert aggregate(block, z, None, scale, "mean") is not aggregate(block, z, None, scale, "mean")
     sampled = dataclasses.replace(block, src_ids=torch.arange(block.num_src), _cache={})  # a minibatch's: used once
     assert aggregate(sampled, x, None, scale, "mean") is not aggregate(sampled, x, None, scale, "mean")
+
+
+def test_inference_alone_keeps_no_sum():
+    block, _ = both()
+    x = torch.randn(block.num_src, 6, dtype=torch.float64)
+    scale = torch.rand(block.num_dst, dtype=torch.float64)
+    with torch.no_grad():
+        first = aggregate(block, x, None, scale, "mean")
+        assert aggregate(block, x, None, scale, "mean") is not first and "constant-input" not in block._cache
+    kept = aggregate(block, x, None, scale, "mean")  # training keeps it, and inference then uses it
+    with torch.no_grad():
+        assert aggregate(block, x, None, scale, "mean") is kept
