@@ -11,15 +11,13 @@ hook reached every rank. DGL stays the tests' reference only: `sylvie download` 
 with our own reader, also with DGL refused (tests/test_planetoid_without_dgl.py).
 """
 import importlib.util
-import os
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import BIN, run
+from conftest import BIN
+from no_dgl import NoDGL
 
-import sylvie
 from sylvie.atomic import read_jsonl
 from sylvie.formats.eval_result import read_eval_result, read_predictions
 from sylvie.formats.partition_manifest import read_manifest
@@ -27,92 +25,6 @@ from sylvie.formats.partition_manifest import read_manifest
 pytestmark = pytest.mark.slow
 
 SYLVIE = str(BIN / "sylvie")
-SYLVIE_CODE = Path(sylvie.__file__).resolve().parent
-
-HOOK = '''"""Written by tests/test_without_dgl.py: a Python started with this folder first on PYTHONPATH cannot import
-dgl; it notes itself and each refused import in imports.jsonl beside this file."""
-import json
-import os
-import sys
-
-_LOG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "imports.jsonl")
-
-
-def _note(event, **fields):
-    with open(_LOG, "a") as f:
-        f.write(json.dumps({"event": event, "pid": os.getpid(), **fields}) + "\\n")
-
-
-class RefuseDGL:
-    """First on sys.meta_path: `import dgl` and `import dgl.<anything>` fail as if DGL were not installed."""
-
-    def find_spec(self, name, path=None, target=None):
-        if name != "dgl" and not name.startswith("dgl."):
-            return None
-        frame = sys._getframe(1)  # the code that imports, past the import machinery
-        while frame is not None and ("importlib" in frame.f_code.co_filename
-                                     or frame.f_code.co_filename.startswith("<frozen")):
-            frame = frame.f_back
-        _note("refused", module=name, by=f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame else "?")
-        raise ModuleNotFoundError(f"No module named {name!r} (refused by the import hook of "
-                                  f"tests/test_without_dgl.py)", name=name)
-
-
-sys.meta_path.insert(0, RefuseDGL())
-_note("loaded", argv=list(getattr(sys, "argv", [])), rank=os.environ.get("RANK"))
-
-
-def _run_shadowed():
-    """The sitecustomize this one hides (a distribution's or an environment's), as Python would have run it."""
-    import importlib.util
-    from importlib.machinery import PathFinder
-
-    here = os.path.dirname(os.path.abspath(__file__))
-    spec = PathFinder.find_spec("sitecustomize", [p for p in sys.path if os.path.abspath(p or ".") != here])
-    if spec is not None and spec.loader is not None:
-        spec.loader.exec_module(importlib.util.module_from_spec(spec))
-
-
-_run_shadowed()
-'''
-
-
-class NoDGL:
-    """Runs commands with the hook in their environment and checks, after each, what the hook logged."""
-
-    def __init__(self, folder: Path):
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "sitecustomize.py").write_text(HOOK)
-        self.log = folder / "imports.jsonl"
-        self.env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(folder), os.environ.get("PYTHONPATH")]))}
-
-    def events(self) -> list[dict]:
-        return read_jsonl(self.log) if self.log.exists() else []
-
-    def run(self, cmd):
-        self.log.unlink(missing_ok=True)
-        return run([str(c) for c in cmd], check=False, timeout=600, env=self.env)
-
-    def stage(self, cmd, stage: str, ranks: int = 1):
-        """Run ``cmd`` (a `sylvie` command, or `sylvie launch ... -- sylvie <stage> ...`): it must succeed without
-        sylvie's code even asking for DGL, and the hook must have been loaded in each of its ``ranks`` processes."""
-        p = self.run(cmd)
-        events = self.events()
-        asked = sorted({f"{e['module']} from {e['by']}" for e in events
-                        if e["event"] == "refused" and _is_sylvie_code(e["by"])})
-        assert not asked and p.returncode == 0, (
-            f"sylvie {stage} without DGL: exit {p.returncode}; sylvie's code imported DGL: {asked or 'nowhere'}\n"
-            f"command: {' '.join(map(str, cmd))}\nstderr:\n{p.stderr[-3000:]}")
-        workers = [e for e in events if e["event"] == "loaded" and e["argv"][1:2] == [stage]]
-        assert len(workers) == ranks and len({e["rank"] for e in workers}) == ranks, \
-            f"sylvie {stage}: the hook was loaded in {len(workers)} of its processes, expected {ranks}: {workers}"
-        return p
-
-
-def _is_sylvie_code(where: str) -> bool:
-    return Path(where.rsplit(":", 1)[0]).resolve().is_relative_to(SYLVIE_CODE)
-
-
 @pytest.fixture(scope="module")
 def no_dgl(tmp_path_factory):
     return NoDGL(tmp_path_factory.mktemp("no-dgl"))
