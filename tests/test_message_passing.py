@@ -257,3 +257,30 @@ def test_inference_alone_keeps_no_sum():
     kept = aggregate(block, x, None, scale, "mean")  # training keeps it, and inference then uses it
     with torch.no_grad():
         assert aggregate(block, x, None, scale, "mean") is kept
+
+
+def test_the_same_seed_gives_the_initial_weights_our_dgl_based_layers_had():
+    """Each layer draws its weights as it did when it was DGL's layer (GraphConv; SAGEConv redrawn as torch's
+    Linear, both branches; GATConv with fc redrawn), so a seed's run starts where it started before."""
+    from sylvie.models.initialisation import initialise_gat
+
+    class OldSAGE(DGLSAGEConv):
+        def __init__(self, i, o):
+            super().__init__(i, o, "mean")
+
+        def reset_parameters(self):
+            self.fc_self.reset_parameters()
+            self.fc_neigh.reset_parameters()
+
+    pairs = [(lambda: GraphConv(9, 4), lambda: DGLGraphConv(9, 4, norm="none")),
+             (lambda: MeanSAGEConv(9, 4), lambda: OldSAGE(9, 4)),
+             (lambda: initialise_gat(GATConv(9, 4, 3)), lambda: DGLGATConv(9, 4, 3))]
+    for ours, theirs in pairs:
+        torch.manual_seed(7)
+        a = ours().state_dict()
+        torch.manual_seed(7)
+        b = theirs()
+        if isinstance(b, DGLGATConv):
+            b.fc.reset_parameters()  # what initialise_gat did to DGL's GATConv
+        b = b.state_dict()
+        assert list(a) == list(b) and all(torch.equal(a[k], b[k]) for k in a), type(ours())

@@ -35,6 +35,9 @@ class MeanSAGEConv(nn.Module):
         super().__init__()
         self.fc_neigh = nn.Linear(in_feats, out_feats, bias=False)
         self.fc_self = nn.Linear(in_feats, out_feats)
+        # drawn again, as when this layer was DGL's SAGEConv (whose constructor called it): the same seed gives the
+        # same initial weights as before
+        self.reset_parameters()
 
     def reset_parameters(self) -> None:
         """torch's ``nn.Linear`` initialisation on both branches (see the module's docstring for why)."""
