@@ -13,7 +13,7 @@ from dgl.nn import GraphConv as DGLGraphConv
 from dgl.nn import SAGEConv as DGLSAGEConv
 
 from sylvie.models import aggregate_cpu
-from sylvie.models.block_transpose import transpose
+from sylvie.models.block_transpose import transpose, transpose_torch
 from sylvie.models.blocks import csc, halo_subblock, local_block
 from sylvie.models.gat import GATConv
 from sylvie.models.gcn import GraphConv
@@ -179,15 +179,14 @@ def test_empty_blocks_and_destinations_without_edges_give_zeros(path):
 def test_out_edges_by_numba_and_by_torch_are_the_same_arrays():
     block, _ = both(num_inner=300, num_halo=400, edges=5000)
     cpu = transpose(block.indptr, block.indices, block.num_src)
-    from sylvie.models import block_transpose
-    # the torch path (what a GPU runs), on the CPU
-    order = torch.argsort(block.indices, stable=True)
+    gpu = transpose_torch(block.indptr, block.indices, block.num_src)  # the path a GPU runs, here on the CPU
+    for a, b in ((cpu.indptr, gpu.indptr), (cpu.dst, gpu.dst), (cpu.edge, gpu.edge)):
+        assert a.dtype == b.dtype and torch.equal(a, b)
+    order = torch.argsort(block.indices, stable=True)  # by source, each source's edges in the block's order
     assert torch.equal(cpu.edge.long(), order)
-    dst = block.dst_of_edges()
-    assert torch.equal(cpu.dst.long(), dst[order])
+    assert torch.equal(cpu.dst.long(), block.dst_of_edges()[order])
     assert torch.equal(cpu.indptr[1:] - cpu.indptr[:-1], torch.bincount(block.indices.long(),
                                                                           minlength=block.num_src))
-    assert block_transpose is not None
 
 
 def test_work_chunks_cover_every_row_once_and_balance_edges():

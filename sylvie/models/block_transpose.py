@@ -35,6 +35,11 @@ def transpose(indptr: torch.Tensor, indices: torch.Tensor, num_src: int) -> Tran
         t_edge = np.empty(ids.shape[0], dtype=ids.dtype)
         _transpose(indptr.numpy(), ids, num_src, t_indptr, t_dst, t_edge)
         return Transpose(torch.from_numpy(t_indptr), torch.from_numpy(t_dst), torch.from_numpy(t_edge))
+    return transpose_torch(indptr, indices, num_src)
+
+
+def transpose_torch(indptr: torch.Tensor, indices: torch.Tensor, num_src: int) -> Transpose:
+    """``transpose`` with PyTorch's operations (what a GPU runs): a stable sort of the edges by source."""
     order = torch.argsort(indices, stable=True)
     dst = torch.repeat_interleave(torch.arange(indptr.shape[0] - 1, device=indices.device),
                                   indptr[1:] - indptr[:-1], output_size=indices.shape[0])

@@ -48,19 +48,16 @@ def _cached(block: Block, key, make):
     return value
 
 
-def _dst_chunks(block: Block):
+def _chunks(block: Block, by_source: bool = False):
+    """The kernels' work chunks of the block's destinations (or, ``by_source``, of its sources along the out-edges)
+    for numba's thread count now, kept with the block."""
     import numba
 
     from sylvie.models.aggregate_cpu import work_chunks
-    return _cached(block, ("dst-chunks", numba.get_num_threads()), lambda: work_chunks(block.indptr.numpy()))
 
-
-def _src_chunks(block: Block):
-    import numba
-
-    from sylvie.models.aggregate_cpu import work_chunks
-    return _cached(block, ("src-chunks", numba.get_num_threads()),
-                   lambda: work_chunks(block.transpose().indptr.numpy()))
+    def make():
+        return work_chunks((block.transpose().indptr if by_source else block.indptr).numpy())
+    return _cached(block, ("chunks", by_source, numba.get_num_threads()), make)
 
 
 # --- aggregation ---------------------------------------------------------------------------------------------
@@ -71,7 +68,7 @@ class _AggregateCPU(torch.autograd.Function):
     def forward(ctx, x, block, src_scale, dst_scale):
         from sylvie.models.aggregate_cpu import gather_sum
         ctx.block, ctx.src_scale, ctx.dst_scale = block, src_scale, dst_scale
-        return gather_sum(block.indptr, block.indices, x, src_scale, dst_scale, _dst_chunks(block))
+        return gather_sum(block.indptr, block.indices, x, src_scale, dst_scale, _chunks(block))
 
     @staticmethod
     def backward(ctx, grad):
@@ -81,7 +78,8 @@ class _AggregateCPU(torch.autograd.Function):
         block = ctx.block
         t = block.transpose()
         # over the out-edges: sum of dst_scale[v] * grad[v], times src_scale[u]
-        return gather_sum(t.indptr, t.dst, grad, ctx.dst_scale, ctx.src_scale, _src_chunks(block)), None, None, None
+        g = gather_sum(t.indptr, t.dst, grad, ctx.dst_scale, ctx.src_scale, _chunks(block, by_source=True))
+        return g, None, None, None
 
 
 def _sparse(block: Block, values: torch.Tensor, transposed: bool) -> torch.Tensor:
@@ -192,7 +190,7 @@ class _AttendCPU(torch.autograd.Function):
     def forward(ctx, feat, el, er, block, slope, p, seed):
         from sylvie.models.attention_cpu import attend as kernel
         feat, el, er = feat.contiguous(), el.contiguous(), er.contiguous()
-        out, mx, den = kernel(block.indptr, block.indices, feat, el, er, slope, p, seed, _dst_chunks(block))
+        out, mx, den = kernel(block.indptr, block.indices, feat, el, er, slope, p, seed, _chunks(block))
         ctx.save_for_backward(feat, el, er, mx, den)
         ctx.block, ctx.slope, ctx.p, ctx.seed = block, slope, p, seed
         return out
@@ -203,8 +201,8 @@ class _AttendCPU(torch.autograd.Function):
         feat, el, er, mx, den = ctx.saved_tensors
         block = ctx.block
         g_feat, g_el, g_er = attend_backward(block.indptr, block.indices, block.transpose(), feat, el, er, ctx.slope,
-                                             ctx.p, ctx.seed, grad.contiguous(), mx, den, _dst_chunks(block),
-                                             _src_chunks(block))
+                                             ctx.p, ctx.seed, grad.contiguous(), mx, den, _chunks(block),
+                                             _chunks(block, by_source=True))
         return g_feat, g_el, g_er, None, None, None, None
 
 
