@@ -83,7 +83,7 @@ def cpu_case(table: np.ndarray, n: int, rounds: int, rng) -> dict:
 
 
 def gpu_rows(table: np.ndarray, counts, rounds: int, rng) -> list[dict]:
-    from numba import cuda
+    from sylvie.numba_cuda import cuda
 
     dev = torch.device("cuda")
     pinned = torch.from_numpy(table).pin_memory()  # a pinned copy, as the feature store keeps its host tier
@@ -105,9 +105,8 @@ def gpu_rows(table: np.ndarray, counts, rounds: int, rng) -> list[dict]:
 
 
 def gpu_case(table: np.ndarray, env, n: int, rounds: int, rng) -> dict:
-    from numba import cuda
-
     from sylvie.features.gather_cuda import launch_gather
+    from sylvie.numba_cuda import cuda
 
     pinned, mapped, ext, resident, dgl_gather, dev = env
     idx = torch.from_numpy(rng.integers(0, table.shape[0], n))

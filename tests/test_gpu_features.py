@@ -6,12 +6,12 @@ tests/test_feature_store.py)."""
 import numpy as np
 import pytest
 import torch
-from numba import cuda
 from simulated_ranks import SimulatedRanks
 
 from sylvie.features.gather_cuda import SEGMENT_BYTES, launch_gather
 from sylvie.features.rank_features import RankFeatures
 from sylvie.features.store import FeatureStore
+from sylvie.numba_cuda import cuda
 
 pytestmark = [pytest.mark.unit, pytest.mark.gpu]
 CUDA = torch.device("cuda")

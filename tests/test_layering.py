@@ -24,7 +24,8 @@ AREAS = {
     "sylvie.sampling.neighbor_picks": "kernels",  # the sampler's draws
     # the Low-bit kernels and what they share; the package's public encode/decode (its __init__) is comm
     "sylvie.comm.lowbit.format": "kernels", "sylvie.comm.lowbit.scalar": "kernels", "sylvie.comm.lowbit.cpu": "kernels",
-    "sylvie.comm.lowbit.cuda": "kernels", "sylvie.models": "models",
+    "sylvie.comm.lowbit.cuda": "kernels", "sylvie.numba_cuda": "kernels",  # numba-cuda, importable with numpy 2.5
+    "sylvie.models": "models",
     # the block: the one record our sampler builds and the models take (with the sort that gives its out-edges)
     "sylvie.models.block": "block", "sylvie.models.block_transpose": "block",
     "sylvie.partition": "partition", "sylvie.data": "data", "sylvie.formats": "formats",

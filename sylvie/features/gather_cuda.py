@@ -18,7 +18,8 @@ kernels run on numpy arrays (for tests; the simulator has no mapped memory).
 from __future__ import annotations
 
 import numpy as np
-from numba import cuda
+
+from sylvie.numba_cuda import cuda
 
 WARP = 32
 SEGMENT_BYTES = 128

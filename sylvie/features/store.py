@@ -57,7 +57,7 @@ class FeatureStore:
         self.table = table  # every row, on the host: what the rank answers its peers' fetches from
         self.host = table[self.num_device:]
         if has_gpu:
-            from numba import cuda
+            from sylvie.numba_cuda import cuda
 
             self._cuda = cuda
             self.device_rows = table[:self.num_device].to(self.device)

@@ -2,9 +2,10 @@
 NVVM/NVRTC here)."""
 import sys
 
-from numba import cuda, types
+from numba import types
 
 from sylvie.features import gather_cuda
+from sylvie.numba_cuda import cuda
 
 sizes = []
 try:

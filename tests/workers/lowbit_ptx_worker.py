@@ -6,9 +6,11 @@ by a kernel; without a GPU there is none, so that query is answered with the tar
 import sys
 from types import SimpleNamespace
 
-import numba.cuda.dispatcher as cuda_dispatcher
-from numba import cuda, types
+from numba import types
 
+from sylvie.numba_cuda import cuda  # before numba.cuda's own modules: it makes them importable with numpy >= 2.5
+
+cuda_dispatcher = sys.modules["numba.cuda.dispatcher"]
 cuda_dispatcher.get_current_device = lambda: SimpleNamespace(compute_capability=(8, 0))
 
 from sylvie.comm.lowbit import cuda as lowbit_cuda  # noqa: E402

@@ -13,7 +13,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
-from numba import cuda, float32, int32
+from numba import float32, int32
 
 from sylvie.comm.lowbit.scalar import (
     EXPONENT_FIELD_NONFINITE,
@@ -31,6 +31,7 @@ from sylvie.comm.lowbit.scalar import (
     uniform,
     write_row_header,
 )
+from sylvie.numba_cuda import cuda
 
 THREADS_PER_ROW = 32
 ROWS_PER_BLOCK = 8
