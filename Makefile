@@ -66,7 +66,7 @@ check: $(STAMP)
 # The GPU check, one call on a GPU machine that has CUDA, PyTorch, numba, numba-cuda and pyarrow (and nothing of ours:
 # no DGL, no Snakemake, no network): installs this checkout without dependencies, plus the wheels in .whl/ where a
 # module they bring is missing, then runs the GPU test tier (pytest -m gpu) and the GPU benchmarks (lowbit.py --device
-# cuda, gather.py, gpu_epoch.py), each bounded, within 8 minutes; DIR gets summary.md and one log per step. Without a
+# cuda, gather.py, gpu_epoch.py --profile, feature_store.py), each bounded, within 8 minutes; DIR gets summary.md and one log per step. Without a
 # GPU it runs the CUDA simulator's tests and reports the GPU tests as skipped (workflow/scripts/gpu-check.sh).
 GPU_PYTHON ?= $(if $(wildcard $(BIN)/python),$(BIN)/python,python3)
 gpu:

@@ -101,6 +101,22 @@ def train_step(model, opt, forward, labels) -> None:
     opt.step()
 
 
+def profile(title: str, fn, device) -> None:
+    """PyTorch's profiler over ``fn()``: the operations that took the most time, CPU and GPU (--profile)."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    sync(device)
+    with torch_profile(activities=acts) as prof:
+        fn()
+        sync(device)
+    for key in (("self_device_time_total", "self_cpu_time_total") if device.type == "cuda"
+                else ("self_cpu_time_total",)):
+        print(f"profile of {title}, by {key}:\n"
+              f"{prof.key_averages().table(sort_by=key, row_limit=14, max_name_column_width=48)}", flush=True)
+
+
 def in_edges(src: np.ndarray, dst: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """The whole graph's in-edges by destination (the sampler's topology)."""
     order = np.argsort(dst, kind="stable")
@@ -199,6 +215,9 @@ def measure_sampled(s: Setting, pyg) -> dict:
     if pyg is not None:
         methods["pyg"] = pyg_sampled_epoch(s, sampler, seeds_of, batches)
     times = interleaved(methods, args.sampled_epochs, dev, warm_up=lambda fn: fn(0, n=min(3, batches)))
+    if args.profile:
+        for name, fn in methods.items():
+            profile(f"{s.arch}, sampled, {name}: 3 minibatches", lambda fn=fn: fn(0, n=min(3, batches)), dev)
     return {**{k: statistics.median(v) for k, v in times.items()}, "sampling": statistics.median(sampling[1:]),
             "batches": batches}
 
@@ -257,6 +276,8 @@ def main() -> None:
     ap.add_argument("--sampled-epochs", type=int, default=1, help="timed sampled epochs (after a warm-up)")
     ap.add_argument("--max-batches", type=int, default=0, help="at most this many minibatches a sampled epoch")
     ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+    ap.add_argument("--profile", action="store_true", help="after the timings, PyTorch's profiler over 3 sampled "
+                    "minibatches of each implementation: the operations that took the most time")
     ap.add_argument("--write", help="a Markdown file whose table (between the markers) is replaced")
     args = ap.parse_args()
     if len(args.fanouts) != args.layers:

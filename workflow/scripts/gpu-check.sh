@@ -4,10 +4,11 @@
 #   1. installs this checkout without dependencies (plus the wheels `make gpu-wheels` put in .whl/, for what the
 #      machine lacks, into a folder of their own on PYTHONPATH),
 #   2. runs the GPU test tier (pytest -m gpu on tests/test_gpu_*.py; each test bounded),
-#   3. runs the GPU benchmarks: benchmarks/lowbit.py --device cuda, benchmarks/gather.py, benchmarks/gpu_epoch.py,
+#   3. runs the GPU benchmarks: benchmarks/lowbit.py --device cuda, benchmarks/gather.py, benchmarks/gpu_epoch.py
+#      --profile, benchmarks/feature_store.py,
 # each step bounded by `timeout`, the whole within GPU_CHECK_BUDGET_S seconds (default 470), and writes under DIR at
-# most 7 files: summary.md (what ran, what was skipped and why, the tables, the wall time), setup.log,
-# gpu-tests.log, simulator.log (no GPU only), lowbit.log, gather.log, gpu-epoch.log.
+# most 8 files: summary.md (what ran, what was skipped and why, the tables, the wall time), setup.log,
+# gpu-tests.log, simulator.log (no GPU only), lowbit.log, gather.log, gpu-epoch.log, feature-store.log.
 # Without a CUDA device it runs what the CPU allows (the CUDA simulator tests), reports every GPU test as skipped
 # with its reason and the benchmarks as not run, and exits 0. Exit status: 1 if a step failed or ran out of time.
 set -u -o pipefail
@@ -20,7 +21,7 @@ START=$(date +%s)
 cd "$REPO" || exit 2
 mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd) || exit 2
 rm -f "$OUT"/summary.md "$OUT"/setup.log "$OUT"/gpu-tests.log "$OUT"/simulator.log "$OUT"/lowbit.log \
-  "$OUT"/gather.log "$OUT"/gpu-epoch.log
+  "$OUT"/gather.log "$OUT"/gpu-epoch.log "$OUT"/feature-store.log
 SUMMARY=$OUT/summary.md
 FAILED=0
 export PYTHONUNBUFFERED=1
@@ -124,9 +125,11 @@ fi
 if [ -n "$CUDA" ]; then
   step "benchmarks/lowbit.py --device cuda" 50 "$OUT/lowbit.log" "$PY" benchmarks/lowbit.py --device cuda \
     --markdown --repeats 5
-  step "benchmarks/gather.py (GPU)" 70 "$OUT/gather.log" "$PY" benchmarks/gather.py --table-gb 1 --counts 10000 \
+  step "benchmarks/gather.py (GPU)" 70 "$OUT/gather.log" "$PY" benchmarks/gather.py --table-gb 3 \
+    --widths 400 512 2408 --counts 1000 10000 \
     100000 1000000 --rounds 5
-  step "benchmarks/gpu_epoch.py" 110 "$OUT/gpu-epoch.log" "$PY" benchmarks/gpu_epoch.py
+  step "benchmarks/gpu_epoch.py --profile" 130 "$OUT/gpu-epoch.log" "$PY" benchmarks/gpu_epoch.py --profile
+  step "benchmarks/feature_store.py" 60 "$OUT/feature-store.log" "$PY" benchmarks/feature_store.py
 fi
 
 # ---- the summary: steps, tests, tables
@@ -168,11 +171,12 @@ table() {  # LOG TITLE: the Markdown tables a benchmark printed (lines starting 
   say "## $2"
   say ""
   say "$(grep -vE '^== ' "$1" | awk '/^\|/ {print; table=1; next} table && NF==0 {print; table=0; next}
-    /^(Low-bit|CPU,|GPU|One training|N = |PyG|Measured|No GPU|graph:)/ {print}')"
+    /^(Low-bit|CPU,|GPU|One training|Feature store|N = |PyG|Measured|No GPU|graph:)/ {print}')"
 }
 table "$OUT/lowbit.log" "Low-bit Module on the GPU (benchmarks/lowbit.py --device cuda)"
 table "$OUT/gather.log" "Feature row gather (benchmarks/gather.py)"
 table "$OUT/gpu-epoch.log" "Training epochs, ours beside PyG (benchmarks/gpu_epoch.py)"
+table "$OUT/feature-store.log" "The feature store's tiers (benchmarks/feature_store.py)"
 say ""
 say "Total wall time: $(elapsed) s (budget ${BUDGET} s). Files: $(cd "$OUT" && ls | tr '\n' ' ')"
 exit $FAILED
