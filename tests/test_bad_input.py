@@ -104,3 +104,49 @@ def test_run_naming_unknown_dataset(repo_copy):
     cfg.write_text(cfg.read_text().replace("  gcn-p1:\n", "  gcn-p1:\n    dataset: coraa\n"))
     p = run([str(BIN / "snakemake"), "-n", "--cores", "1"], cwd=repo_copy, check=False)
     assert p.returncode != 0 and "'coraa' is not a key of datasets" in p.stdout + p.stderr
+
+
+# ---- datasets the config names: refused when the Snakefile loads the config, whatever exists on disk ------------
+
+# (datasets section, what the error names): a name no loader knows, in the wrong case, a source's unknown name, and
+# keys that would become paths outside data/ and logs/
+UNBUILDABLE = [
+    ("Cora: {raw_dir: data/embedded/planetoid}", "datasets.Cora: unknown dataset 'Cora'; did you mean 'cora'?"),
+    ("mydata: {}", "datasets.mydata: unknown dataset 'mydata'"),
+    ("pubmedd: {source: planetoid}", "datasets.pubmedd: dataset 'pubmedd': source planetoid has no dataset"),
+    ("a/cora: {source: synthetic}", "'a/cora' does not match"),
+    ("../../evil: {source: synthetic}", "'../../evil' does not match"),
+]
+
+
+def _unbuildable_config(repo, datasets: str) -> None:
+    key = datasets.split(":")[0]
+    (repo / "config" / "config.yaml").write_text(f"datasets:\n  {datasets}\nruns:\n  r: {{dataset: '{key}'}}\n")
+
+
+@pytest.mark.parametrize("report", [False, True], ids=["no-report", "report-exists"])
+@pytest.mark.parametrize("dry", [True, False], ids=["dry-run", "real-run"])
+def test_a_dataset_no_loader_can_build_stops_snakemake_before_it_plans(repo_copy, report, dry):
+    """With results/report/report.html present, an error raised while Snakemake plans was swallowed ("Nothing to be
+    done", exit 0, the old report looking current); raised when the config is loaded, it is never lost."""
+    _unbuildable_config(repo_copy, UNBUILDABLE[0][0])
+    if report:
+        (repo_copy / "results" / "report").mkdir(parents=True)
+        (repo_copy / "results" / "report" / "report.html").write_text("<html>an old report</html>")
+    p = run([str(BIN / "snakemake"), *(["-n"] if dry else []), "--cores", "1"], cwd=repo_copy, check=False)
+    assert p.returncode != 0, p.stdout + p.stderr
+    assert UNBUILDABLE[0][1] in p.stdout + p.stderr and "Nothing to be done" not in p.stdout + p.stderr
+    assert not (repo_copy / "data" / "datasets").exists() and not (repo_copy / "logs").exists()
+
+
+@pytest.mark.parametrize("datasets, named", UNBUILDABLE[1:], ids=["no-source", "source-name", "slash", "dotdot"])
+def test_every_unbuildable_or_unsafe_dataset_key_is_refused_at_load(repo_copy, datasets, named):
+    _unbuildable_config(repo_copy, datasets)
+    (repo_copy / "results" / "report").mkdir(parents=True)
+    (repo_copy / "results" / "report" / "report.html").write_text("<html>an old report</html>")
+    before = sorted(p.name for p in repo_copy.iterdir())
+    p = run([str(BIN / "snakemake"), "--cores", "1"], cwd=repo_copy, check=False)
+    assert p.returncode != 0 and named in p.stdout + p.stderr, p.stdout + p.stderr
+    # no evil/, evil.log or data/ written (.snakemake/ is Snakemake's own log of the attempt)
+    assert sorted(p.name for p in repo_copy.iterdir() if p.name != ".snakemake") == before
+    assert not (repo_copy.parent / "evil").exists() and not (repo_copy.parent.parent / "evil").exists()

@@ -23,8 +23,36 @@ def source_of(name: str, source: str | None = None) -> str:
         return "ogb"
     if name == "synthetic" or name.startswith("synthetic"):
         return "synthetic"
-    known = ", ".join(planetoid.NAMES + ogb.NAMES + ("synthetic",))
-    raise SylvieError(f"unknown dataset '{name}'; known datasets: {known} (or give source: synthetic)")
+    known = planetoid.NAMES + ogb.NAMES + ("synthetic",)
+    close = [n for n in known if n.lower() == name.lower()]
+    hint = f"did you mean '{close[0]}'? " if close else ""
+    raise SylvieError(f"unknown dataset '{name}'; {hint}known datasets: {', '.join(known)} (names are "
+                      f"case-sensitive; any other name needs a source: {', '.join(SOURCES)})")
+
+
+def check_dataset(name: str, options) -> str:
+    """The source of dataset ``name`` if a loader can build it from ``options``, else a SylvieError saying what to
+    write (checked when a config is loaded, before any work)."""
+    source = source_of(name, options.source)
+    names = {"planetoid": planetoid.NAMES, "ogb": ogb.NAMES}.get(source)
+    if names is not None and name not in names:
+        close = [n for n in names if n.lower() == name.lower()]
+        hint = f"did you mean '{close[0]}'? " if close else ""
+        raise SylvieError(f"dataset '{name}': source {source} has no dataset of that name; {hint}it has "
+                          f"{', '.join(names)} (names are case-sensitive)")
+    return source
+
+
+def check_datasets(config: dict, where: str = "config") -> None:
+    """Every dataset of ``config`` is one a loader can build: raised when the config is loaded, naming the key, so
+    that no error is left for Snakemake to raise (or swallow) while it plans the jobs."""
+    from sylvie.config import dataset_options
+
+    for name in config.get("datasets") or {}:
+        try:
+            check_dataset(name, dataset_options(config, name))
+        except SylvieError as e:
+            raise SylvieError(f"{where}: datasets.{name}: {e}") from None
 
 
 def load(name: str, options) -> Graph:
