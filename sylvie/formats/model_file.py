@@ -1,5 +1,6 @@
 """``model.pt`` in a run directory: the trained model ``sylvie train`` writes on rank 0 (the weights of the epoch with
-the best validation accuracy) and ``sylvie evaluate`` loads. A ``torch.save`` of one dict:
+the best validation accuracy; of the last epoch where the graph has no validation nodes) and ``sylvie evaluate``
+loads. A ``torch.save`` of one dict:
 
     format_version       this format's version
     model                the weights (the model's state_dict)
@@ -8,7 +9,9 @@ the best validation accuracy) and ``sylvie evaluate`` loads. A ``torch.save`` of
     comm_cfg             the comm section; {} for a sampled run (its halo exchange settings do not apply)
     sampling_cfg, cache_cfg, features_cfg   those sections, for a sampled run only
     in_feats, num_classes, dataset_fingerprint   what the model was trained on (the partition's manifest)
-    summary              the run's summary (best epoch and accuracies, num_parts, what the trainer adds)
+    summary              the run's summary (best epoch and accuracies, num_parts, what the trainer adds);
+                         ``model_chosen_by``: which epoch's weights these are, ``BY_VALIDATION`` or ``BY_LAST_EPOCH``
+                         (absent in files written before it: by validation)
 
 This module is the format's only writer and reader.
 
@@ -28,6 +31,8 @@ from sylvie.errors import SylvieError
 
 FORMAT_VERSION = 1
 FILE = "model.pt"
+BY_VALIDATION = "best validation accuracy"  # summary["model_chosen_by"]: the epoch of the best validation accuracy
+BY_LAST_EPOCH = "last epoch (no validation nodes)"  # the last evaluated epoch: the graph has no validation nodes
 # the keys every version-1 file has (comm_cfg is absent from some written before the version)
 _REQUIRED = ("model", "model_cfg", "train_cfg", "in_feats", "num_classes", "dataset_fingerprint", "summary")
 _SAMPLED_SECTIONS = ("sampling", "cache", "features")

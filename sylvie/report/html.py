@@ -12,6 +12,7 @@ from pathlib import Path
 
 from sylvie.atomic import disk_full_error, scratch_directory
 from sylvie.errors import SylvieError
+from sylvie.formats.model_file import BY_LAST_EPOCH
 from sylvie.output_dir import check_location
 from sylvie.report.grouping import collect
 from sylvie.report.plots import write_plots
@@ -130,6 +131,10 @@ def _page(title: str, runs: dict[str, list[RunOutput]], plots: dict[str, Path]) 
     total = sum(len(o) for o in runs.values())
     stopped = sum(len(failed(o)) for o in runs.values())
     failed_note = f" ({stopped} of them stopped without a model, shown as failed)" if stopped else ""
+    last = sorted({o.run for outs in runs.values() for o in outs
+                   if o.evaluation is not None and o.evaluation.summary.get("model_chosen_by") == BY_LAST_EPOCH})
+    last_note = (f" Runs whose graph has no validation nodes ({html.escape(', '.join(last))}): the model of their "
+                 f"last epoch, which nothing could choose against." if last else "")
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}}
@@ -137,7 +142,8 @@ table{{border-collapse:collapse;font-size:14px}}td,th{{border:1px solid #ccc;pad
 th{{background:#f3f3f3}}tr.failed td{{color:#a00}}figure{{display:inline-block;margin:1em;max-width:48%}}
 img{{max-width:100%}}figcaption{{font-size:13px;color:#555}}</style></head><body>
 <h1>{html.escape(title)}</h1><p>{total} training runs{failed_note}; generated {stamp}. Accuracy is from the evaluate
-stage (whole-graph inference in full precision, model of the best validation epoch), mean ± std over seeds.</p>
+stage (whole-graph inference in full precision, model of the best validation epoch), mean ± std over seeds.
+{last_note}</p>
 <h2>Runs</h2>{_table(runs)}<h2>Plots</h2>{figures}</body></html>
 """
 

@@ -62,6 +62,7 @@ class RankGraph:
             torch.float64)
 
 
-def accuracies(counts: torch.Tensor) -> dict[str, float]:
-    """``{split}_acc`` from the right predictions and nodes per split summed over the ranks (``accuracy_counts``)."""
-    return {f"{s}_acc": float(c / t) if t > 0 else float("nan") for s, (c, t) in zip(SPLITS, counts.tolist())}
+def accuracies(counts: torch.Tensor) -> dict[str, float | None]:
+    """``{split}_acc`` from the right predictions and nodes per split summed over the ranks (``accuracy_counts``);
+    None for a split without nodes (an epoch record's "no value", as when not evaluated)."""
+    return {f"{s}_acc": float(c / t) if t > 0 else None for s, (c, t) in zip(SPLITS, counts.tolist())}

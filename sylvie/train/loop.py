@@ -4,6 +4,7 @@ best-validation weights, log, check for divergence, checkpoint. It sees a traine
 training diverges, ``failed.json`` with the epochs run (rank 0)."""
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ from tqdm import tqdm
 
 from sylvie.errors import SylvieError
 from sylvie.formats.epoch_record import EpochRecord, write_metrics
+from sylvie.formats.model_file import BY_LAST_EPOCH, BY_VALIDATION
 from sylvie.formats.model_file import FILE as MODEL_FILE
 from sylvie.formats.run_failure import RunFailure, write_run_failure
 from sylvie.train.checkpoint import load_checkpoint, save_checkpoint
@@ -22,11 +24,19 @@ from sylvie.train.step import TrainingDiverged, check_divergence
 
 @dataclass(frozen=True)
 class BestEpoch:
-    """The evaluated epoch with the highest validation accuracy so far, and the model's weights after it."""
+    """The epoch whose model the run keeps, and the model's weights after it: the evaluated epoch with the highest
+    validation accuracy so far or, where the graph has no validation nodes, the last evaluated epoch
+    (``chosen_by``)."""
     epoch: int
-    val_acc: float
+    val_acc: float | None
     test_acc: float | None
     weights: dict
+    chosen_by: str = BY_VALIDATION
+
+
+def _no_nodes(acc: float | None) -> bool:
+    """An evaluated epoch's accuracy of a split without nodes (0 of 0: NaN, or None)."""
+    return acc is None or math.isnan(acc)
 
 
 @dataclass(frozen=True)
@@ -62,9 +72,12 @@ def run_epochs(trainer: Trainer, rank: int, out_dir: Path, train, identity: dict
     bar = tqdm(range(start, epochs), initial=start, total=epochs, desc="train", unit="epoch", disable=not show_bar)
     for epoch in bar:
         try:
-            rec = trainer.epoch(epoch, evaluate=(epoch + 1) % train.eval_every == 0 or epoch + 1 == epochs)
+            evaluate = (epoch + 1) % train.eval_every == 0 or epoch + 1 == epochs
+            rec = trainer.epoch(epoch, evaluate=evaluate)
             records.append(rec)
-            if rec.val_acc is not None and (best is None or rec.val_acc > best.val_acc):
+            if evaluate and _no_nodes(rec.val_acc):  # nothing to choose by: the model kept is the latest
+                best = BestEpoch(epoch, None, rec.test_acc, trainer.weights(), BY_LAST_EPOCH)
+            elif evaluate and (best is None or rec.val_acc > best.val_acc):
                 best = BestEpoch(epoch, rec.val_acc, rec.test_acc, trainer.weights())
             if rank == 0:
                 for line in trainer.log_lines(rec, epochs, (epoch + 1) % train.log_every == 0 or epoch + 1 == epochs):
@@ -87,7 +100,8 @@ def _best_from(saved: dict | None) -> BestEpoch | None:
     """A checkpoint's best epoch (before BestEpoch, its weights were saved under "model")."""
     if not saved:
         return None
-    return BestEpoch(saved["epoch"], saved["val_acc"], saved["test_acc"], saved.get("weights", saved.get("model")))
+    return BestEpoch(saved["epoch"], saved["val_acc"], saved["test_acc"], saved.get("weights", saved.get("model")),
+                     saved.get("chosen_by", BY_VALIDATION))
 
 
 def _record_failure(e: TrainingDiverged, rank: int, out_dir: Path, records: list[EpochRecord]) -> None:

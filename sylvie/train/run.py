@@ -3,6 +3,7 @@ run the loop (``train/loop.py``), and on rank 0 write ``model.pt`` and ``metrics
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 
 import torch
@@ -11,7 +12,7 @@ from sylvie.config import check_boundary_sampling, check_sampling
 from sylvie.errors import SylvieError
 from sylvie.features.store import check_store_options
 from sylvie.formats.epoch_record import write_metrics
-from sylvie.formats.model_file import ModelFile, save_model
+from sylvie.formats.model_file import BY_LAST_EPOCH, ModelFile, save_model
 from sylvie.formats.partition_manifest import read_manifest
 from sylvie.formats.run_failure import clear_run_failure
 from sylvie.formats.vip_file import read_vip
@@ -22,7 +23,7 @@ from sylvie.runtime.process_group import one_rank_per_part, peers_watched
 from sylvie.train.checkpoint import run_identity
 from sylvie.train.fullgraph_trainer import FullGraphTrainer
 from sylvie.train.job import TrainingJob
-from sylvie.train.loop import run_epochs, stderr_log
+from sylvie.train.loop import BestEpoch, run_epochs, stderr_log
 from sylvie.train.protocol import Trainer
 from sylvie.train.run_lock import RunLock
 from sylvie.train.sampled_trainer import SampledTrainer
@@ -47,6 +48,14 @@ def run_training(job: TrainingJob) -> dict | None:
     # counted in and beating while this rank reads and checks its inputs, which takes long on a large graph
     with peers_watched(job.train.timeout, "train", job.train.startup_timeout) as watch:
         return _train_checked(job, manifest, watch)
+
+
+def kept_line(best: BestEpoch) -> str:
+    """The log's line on the model the run keeps, and why that one."""
+    test = "n/a (no test nodes)" if best.test_acc is None or math.isnan(best.test_acc) else f"{best.test_acc:.4f}"
+    if best.chosen_by == BY_LAST_EPOCH:
+        return f"no validation nodes: kept the last epoch's model (epoch {best.epoch + 1}), test {test}"
+    return f"best val {best.val_acc:.4f} at epoch {best.epoch + 1}, test {test}"
 
 
 def _sampled_inputs(job: TrainingJob, manifest: dict):
@@ -99,13 +108,12 @@ def _train_locked(job: TrainingJob, manifest: dict, sampled, watch) -> dict | No
             return None
         best = trained.best
         summary = {"best_epoch": best.epoch, "best_val_acc": best.val_acc, "test_acc_at_best_val": best.test_acc,
-                   **trainer.summary(), "num_parts": ctx.world}
+                   "model_chosen_by": best.chosen_by, **trainer.summary(), "num_parts": ctx.world}
         save_model(job.out_dir / "model.pt", ModelFile(
             weights=best.weights, **{f"{k}_cfg": v for k, v in configs.items()}, in_feats=manifest["num_features"],
             num_classes=manifest["num_classes"], dataset_fingerprint=manifest["dataset_fingerprint"],
             summary=summary))
         write_metrics(job.out_dir, trained.records)
         clear_run_failure(job.out_dir)  # an earlier attempt's record: this run finished
-        stderr_log(f"best val {best.val_acc:.4f} at epoch {best.epoch + 1}, test {best.test_acc:.4f}; "
-             f"wrote {job.out_dir / 'model.pt'}")
+        stderr_log(f"{kept_line(best)}; wrote {job.out_dir / 'model.pt'}")
         return summary
