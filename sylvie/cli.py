@@ -65,17 +65,16 @@ def _rank_done() -> None:
 
 
 # What one training mode ignores: the sections of the other mode (the rules pass a run only its mode's flags)
-_OTHER_MODE_SECTIONS = {"full": ("sampling", "cache", "features"), "sampled": ("comm",)}
 _MODE_NAMES = {"full": "full-graph", "sampled": "sampled"}
 
 
 def _check_mode_flags(args) -> None:
     """Refuse flags the chosen training mode would ignore (only those given: the defaults fill every knob)."""
-    from sylvie.config import given_flags
+    from sylvie.config import OTHER_MODE_SECTIONS, given_flags
 
     mode = getattr(args, "train.mode")
     other = "sampled" if mode == "full" else "full"
-    wrong = [flag for name in _OTHER_MODE_SECTIONS[mode] for flag in given_flags(args, name).values()]
+    wrong = [flag for name in OTHER_MODE_SECTIONS[mode] for flag in given_flags(args, name).values()]
     if mode == "full" and args.vip is not None:
         wrong.append("--vip")
     if wrong:

@@ -22,6 +22,8 @@ from sylvie.errors import SylvieError
 
 SCHEMA_PATH = Path(__file__).parent / "schema" / "config.schema.yaml"
 SECTIONS = ("partition", "model", "train", "comm", "sampling", "cache", "features", "evaluate")
+# the sections a run of each training mode ignores: the other mode's settings
+OTHER_MODE_SECTIONS = {"full": ("sampling", "cache", "features"), "sampled": ("comm",)}
 
 
 @lru_cache(maxsize=1)
@@ -179,6 +181,14 @@ def resolve_runs(config: dict, where: str = "config") -> dict[str, Run]:
             raise SylvieError(f"{where}: invalid value for 'runs.{name}.dataset': '{dataset}' is not a key of "
                               f"datasets ({', '.join(config['datasets'])}); add it under datasets")
         sections = {s: section(s, merged.get(s, {}), where=f"{where}: runs.{name}.{s}") for s in SECTIONS}
+        mode = sections["train"].mode
+        ignored = [s for s in OTHER_MODE_SECTIONS[mode] if (override or {}).get(s)]
+        if ignored:
+            other = "sampled" if mode == "full" else "full"
+            names = {"full": "full-graph", "sampled": "sampled"}
+            raise SylvieError(f"{where}: runs.{name}.{ignored[0]}: a setting of {names[other]} training (train.mode "
+                              f"{other}), which this run (train.mode {mode}) ignores; remove runs.{name}.{ignored[0]} "
+                              f"or set runs.{name}.train.mode to {other}")
         check_sampling(sections["model"], sections["train"], sections["sampling"], where=f"{where}: runs.{name}")
         check_boundary_sampling(sections["train"], sections["comm"], where=f"{where}: runs.{name}")
         # balance auto: the constraints of the run's regime
@@ -201,12 +211,20 @@ def load_config(path: str | Path) -> dict:
     if not p.is_file():
         raise SylvieError(f"{p}: config file not found")
     try:
-        return yaml.safe_load(p.read_text()) or {}
+        config = yaml.safe_load(p.read_text())
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"{p}, line {mark.line + 1}, column {mark.column + 1}" if mark else str(p)
         what = " ".join(str(x) for x in (getattr(e, "context", None), getattr(e, "problem", None)) if x) or str(e)
         raise SylvieError(f"{where}: not valid YAML: {what}; fix the file there") from None
+    if config is None:
+        raise SylvieError(f"{p}: the config file is empty; a config is a mapping with at least 'runs:' (the "
+                          f"repository's config/config.yaml is one to start from)")
+    if not isinstance(config, dict):
+        kind = {list: "a list", str: "a text"}.get(type(config), f"a {type(config).__name__}")
+        raise SylvieError(f"{p}: its top level is {kind}, not a mapping of settings (datasets:, defaults:, runs:, "
+                          f"...); start from the repository's config/config.yaml")
+    return config
 
 
 # ---- typed sections -------------------------------------------------------------------------------

@@ -223,3 +223,35 @@ def test_an_edited_model_cfg_is_named_not_a_state_dict_error(capsys, cora_dir, t
     assert f"{edited}: its weights do not fit its saved model_cfg" in err and re.search(mismatch, err)
     assert "rerun `sylvie train`" in err and "state_dict" not in err
     assert not (tmp_path / "eval.json").exists()
+
+
+# ---- config files that are not configs; settings the run's mode ignores ------------------------------------------
+
+@pytest.mark.parametrize("text, named", [
+    ("", "the config file is empty"),
+    ("# only a comment\n", "the config file is empty"),
+    ("- runs\n- defaults\n", "its top level is a list, not a mapping of settings"),
+    ("runs\n", "its top level is a text, not a mapping of settings"),
+])
+def test_a_config_file_that_is_not_a_mapping_is_named(tmp_path, text, named):
+    err = _config_error(tmp_path, text)
+    assert err.startswith(str(tmp_path / "config.yaml")) and named in err, err
+
+
+@pytest.mark.parametrize("run, named, mode", [
+    ("{train: {mode: sampled}, comm: {bits: 1}}", "runs.a.comm: a setting of full-graph training", "sampled"),
+    ("{sampling: {fanouts: [5, 5]}}", "runs.a.sampling: a setting of sampled training", "full"),
+    ("{cache: {alpha: 0.1}}", "runs.a.cache: a setting of sampled training", "full"),
+    ("{features: {gpu_fraction: 0.5}}", "runs.a.features: a setting of sampled training", "full"),
+])
+def test_a_run_setting_its_mode_ignores_is_refused_as_the_cli_refuses_the_flag(tmp_path, run, named, mode):
+    err = _config_error(tmp_path, f"runs:\n  a: {run}\n")
+    assert named in err and f"(train.mode {mode}) ignores" in err, err
+
+
+def test_defaults_of_either_mode_are_shared_by_runs_of_both(tmp_path):
+    """Defaults are for every run: a full-graph run does not use the sampling defaults, nor a sampled one comm's."""
+    path = tmp_path / "config.yaml"
+    path.write_text("defaults: {comm: {bits: 1}, cache: {alpha: 0.1}}\nruns:\n  f: {}\n  s: {train: {mode: sampled}}\n")
+    runs = resolve_runs(load_config(path))
+    assert runs["f"].comm.bits == 1 and runs["s"].cache.alpha == 0.1
