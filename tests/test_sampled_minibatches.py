@@ -212,4 +212,5 @@ def test_fanouts_of_the_wrong_length_are_a_clear_error():
     with pytest.raises(SylvieError, match=r"runs.r: sampling.fanouts has 3 entries \[15, 10, 5\] but model.layers "
                                           r"is 2; give one fanout per layer"):
         resolve_runs(_config(train={"mode": "sampled"}, sampling={"fanouts": [15, 10, 5]}))
-    resolve_runs(_config(sampling={"fanouts": [15, 10, 5]}))  # a full-graph run does not sample
+    with pytest.raises(SylvieError, match=r"runs.r.sampling: a setting of sampled training"):  # a full-graph run
+        resolve_runs(_config(sampling={"fanouts": [15, 10, 5]}))  # does not sample: its own sampling is refused
