@@ -27,7 +27,17 @@ from sylvie.errors import SylvieError
 from sylvie.output_dir import OutputKind, replace_directory
 
 LOW_SPACE_BYTES = 64 << 20  # below this much free space, a failed write is reported as a full disk
-_HOST = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:6]  # this host, in temporary names
+def host_key() -> str:
+    """This host and pid namespace, in temporary names: a pid means one process only within one pid namespace, so
+    two containers that share a hostname (and a disk) never take each other's live writer for a dead one."""
+    try:
+        namespace = os.readlink("/proc/self/ns/pid")  # "pid:[4026531836]"
+    except OSError:  # no /proc (not Linux): the hostname alone
+        namespace = ""
+    return hashlib.sha256(f"{socket.gethostname()}|{namespace}".encode()).hexdigest()[:6]
+
+
+_HOST = host_key()
 _TEMP_TAIL = re.compile(r"(\d+)_([0-9a-f]{6})_[0-9a-f]{8}")  # after ".<name>.tmp-": pid, host, random
 
 

@@ -28,6 +28,11 @@ import torch.distributed as dist
 from sylvie.errors import SylvieError
 from sylvie.formats.rank_failures import record_failure
 
+# What the rendezvous store raises when it cannot be reached: torch's DistStoreError / DistNetworkError (and, in
+# some versions and paths, a plain RuntimeError), or the socket's OSError (ConnectionError, TimeoutError). Anything
+# else in the watchdog is a fault of its own, reported as such, never as the network.
+STORE_ERRORS = (RuntimeError, OSError)
+
 _WATCHES = itertools.count()
 
 
@@ -88,7 +93,7 @@ class PeerWatchdog:
             self._store.set(f"who{self.rank}", f"host {socket.gethostname()}, pid {os.getpid()}")
             self._store.add(f"beat{self.rank}", 1)
             self._store.add("joined", 1)
-        except Exception as e:
+        except STORE_ERRORS as e:
             raise SylvieError(self._unreachable(None, e)) from e
         self._started = self._reached = time.monotonic()
         self._threads = [threading.Thread(target=f, name=f"sylvie-peer-watchdog-{f.__name__.strip('_')}", daemon=True)
@@ -165,8 +170,12 @@ class PeerWatchdog:
                     return
                 else:
                     beats = None
-            except Exception:
+            except STORE_ERRORS:
                 continue  # the judge decides when the store has been out of reach too long
+            except Exception as e:  # noqa: BLE001 (a fault of the watchdog: said as what it is, and the run stops)
+                self._fail(f"the peer watchdog failed ({type(e).__name__}: {e}); this is a fault in Sylvie, not the "
+                           f"network: please report it")
+                return
             now = time.monotonic()
             with self._lock:
                 self._reached = now
