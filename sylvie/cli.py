@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import sys
@@ -112,8 +113,12 @@ def _evaluate(args) -> None:
 
         r = evaluate(args.dataset, args.model, args.out, args.predictions)
     if r is not None:
-        print(f"{r['dataset']}: train {r['train_acc']:.4f}, val {r['val_acc']:.4f}, test {r['test_acc']:.4f} "
-              f"({r['inference']}) -> {args.out}", flush=True)
+        def acc(split):  # an empty split has no accuracy
+            value = r[f"{split}_acc"]
+            return "n/a" if value is None or math.isnan(value) else f"{value:.4f}"
+
+        print(f"{r['dataset']}: train {acc('train')}, val {acc('val')}, test {acc('test')} ({r['inference']}) -> "
+              f"{args.out}", flush=True)
     _rank_done()
 
 
@@ -293,10 +298,25 @@ def _error(stage: str, message: str) -> None:
     record_failure(message)
 
 
+# the stages whose --out one process writes (train locks its run directory itself; a partition-parallel evaluate
+# writes on rank 0)
+_LOCKED_STAGES = ("download", "partition", "vip", "evaluate", "report")
+
+
+def _output_lock(args):
+    """The stage's lock on its --out (``output_lock``): a second writer of the same output is refused at once."""
+    if args.stage not in _LOCKED_STAGES or os.environ.get("RANK", "0") != "0":
+        return contextlib.nullcontext()
+    from sylvie.output_lock import OutputLock
+
+    return OutputLock(args.out, args.stage)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        code = args.func(args)
+        with _output_lock(args):
+            code = args.func(args)
     except SylvieError as e:
         _error(args.stage, str(e))
         return 2

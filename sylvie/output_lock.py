@@ -1,0 +1,87 @@
+"""An exclusive lock on a stage's output for as long as the stage writes it, as ``train.lock`` is for a run.
+
+``flock`` on ``.<name>.lock`` beside the output (the output itself is a directory or file that the stage replaces
+at the end, so the lock cannot live inside it), taken without waiting: a second stage writing the same output fails
+at once and names the holder (stage, host, pid, since when). The holder removes the file as it lets go, and a
+taker checks after locking that the name still leads to the file it locked (else it locked a file just removed, and
+tries again), so two writers never hold two files of one name. The kernel releases the lock when its holder dies,
+however it dies; the file it leaves is taken over, and removed, by the next writer.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+import time
+from pathlib import Path
+
+from sylvie.errors import SylvieError
+
+
+def lock_path(out: str | Path) -> Path:
+    out = Path(out)
+    return out.parent / f".{out.name}.lock"
+
+
+class OutputLock:
+    def __init__(self, out: str | Path, stage: str):
+        self.out, self.stage, self.path = Path(out), stage, lock_path(out)
+        self._fd: int | None = None
+
+    def __enter__(self) -> OutputLock:
+        while self._fd is None:
+            if not self._try_lock():
+                return self
+        return self
+
+    def _try_lock(self) -> bool:
+        """One attempt; False: no lock can be made (an --out the stage's own checks will refuse)."""
+        if not self.path.parent.is_dir():  # nothing there to race for yet; the stage makes the folder (or refuses)
+            return False
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise SylvieError(f"{self.path}: cannot create the lock of --out {self.out} ({e.strerror}); give an "
+                              f"--out in a folder you may write to") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _describe(os.pread(fd, 4096, 0))
+            os.close(fd)
+            raise SylvieError(f"{self.out}: another {holder} is writing this output; wait for it to finish, stop "
+                              f"it, or give this one another --out") from None
+        except OSError as e:
+            os.close(fd)
+            raise SylvieError(f"{self.path}: cannot lock --out {self.out} ({e.strerror}); this file system may not "
+                              f"support flock: give an --out on a local or flock-capable file system") from None
+        try:
+            same = os.stat(self.path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if not same:  # its holder removed it as we opened it: lock the file the name leads to now
+            os.close(fd)
+            return True
+        record = {"stage": self.stage, "host": socket.gethostname(), "pid": os.getpid(),
+                  "since": time.strftime("%Y-%m-%d %H:%M:%S")}
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, (json.dumps(record) + "\n").encode(), 0)
+        self._fd = fd
+        return True
+
+    def __exit__(self, *exc) -> None:
+        if self._fd is not None:
+            try:
+                self.path.unlink()  # while still holding it: whoever opened it meanwhile sees it gone and retries
+            except FileNotFoundError:
+                pass
+            os.close(self._fd)  # closing drops the flock
+            self._fd = None
+
+
+def _describe(raw: bytes) -> str:
+    try:
+        r = json.loads(raw.decode())
+        return f"`sylvie {r['stage']}` (host {r['host']}, pid {r['pid']}, since {r['since']})"
+    except (ValueError, KeyError, UnicodeDecodeError):
+        return "writer (holder unknown)"
