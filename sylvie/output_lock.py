@@ -36,14 +36,13 @@ class OutputLock:
         return self
 
     def _try_lock(self) -> bool:
-        """One attempt; False: no lock can be made (an --out the stage's own checks will refuse)."""
+        """One attempt; False: no lock can be made there (an --out the stage's own checks refuse, naming why)."""
         if not self.path.parent.is_dir():  # nothing there to race for yet; the stage makes the folder (or refuses)
             return False
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as e:
-            raise SylvieError(f"{self.path}: cannot create the lock of --out {self.out} ({e.strerror}); give an "
-                              f"--out in a folder you may write to") from None
+        except OSError:  # a folder it may not write (read-only, no permission): the stage's own check says so
+            return False
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
