@@ -321,7 +321,8 @@ def main(argv: list[str] | None = None) -> int:
         _error(args.stage, str(e))
         return 2
     except KeyboardInterrupt:
-        print(f"sylvie {args.stage}: interrupted", file=sys.stderr)
+        if "TORCHELASTIC_RUN_ID" not in os.environ:  # a rank's launcher says it once for the run
+            print(f"sylvie {args.stage}: interrupted", file=sys.stderr)
         return 130
     except Exception as e:  # a bug or a failed collective: the traceback follows, the launcher repeats the line
         from sylvie.formats.rank_failures import record_exception

@@ -320,3 +320,31 @@ def test_ranks_join_where_rank_0_makes_the_store(cora_partitions, tmp_path):
     p = launch(cora_partitions[2], tmp_path / "run", "--epochs", "2", env={"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"})
     assert p.returncode == 0, p.stderr[-2000:]
     assert len(read_jsonl(tmp_path / "run" / "metrics.jsonl")) == 2
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_the_run_with_one_clear_line(cora_partitions, tmp_path):
+    """Ctrl-C at a terminal: SIGINT to the launcher's whole process group (the launcher and torchrun). What the user
+    reads is the line that says the run was stopped, without torchrun's SignalException tracebacks before it."""
+    out = tmp_path / "run"
+    proc = subprocess.Popen([str(BIN / "sylvie"), "launch", "--ranks", "2", "--", "sylvie", "train", "--partition",
+                             str(cora_partitions[2]), "--out", str(out), "--no-progress", *FOREVER],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=venv_env(),
+                            start_new_session=True)
+    try:
+        wait_for_epochs(out)
+        pids = rank_pids(out)
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode != 0
+    assert "Traceback" not in err and "SignalException" not in err, err
+    # nor torchrun's account of stopping each rank, nor each rank's own "interrupted"
+    assert "closing signal" not in err and "death signal" not in err and "interrupted" not in err, err
+    assert err.strip().splitlines()[-1] == "sylvie launch: stopped torchrun (SIGINT received)", err
+    deadline = time.monotonic() + 45
+    while time.monotonic() < deadline and any(alive(p) for p in pids.values()):
+        time.sleep(0.2)
+    assert not any(alive(p) for p in pids.values())

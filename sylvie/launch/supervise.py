@@ -52,7 +52,9 @@ def run_supervised(argv: list[str], env: dict, what: str, collect_failures: bool
         env = {**env, ENV: folder}
     sys.stdout.flush()
     try:
-        proc = subprocess.Popen(argv, env=env, preexec_fn=lambda: die_with_parent(signal.SIGTERM))
+        # a process group of its own: a terminal's Ctrl-C reaches this process alone, which passes it on once (two
+        # SIGINTs, the terminal's and ours, made torchrun print a traceback as it stopped)
+        proc = subprocess.Popen(argv, env=env, preexec_fn=lambda: die_with_parent(signal.SIGTERM), process_group=0)
     except OSError as e:
         if folder:
             shutil.rmtree(folder, ignore_errors=True)
@@ -110,15 +112,33 @@ def _continue_what_torchrun_stops() -> None:
     SubprocessHandler.close = close_and_continue
 
 
+def _quiet_about_signals() -> None:
+    """torchrun logs "Received SIGINT death signal, shutting down workers" and "Sending process N closing signal
+    SIGTERM" for each rank as it stops them; the launcher's own last line says that the run was stopped, and why."""
+    import logging
+
+    class NotTheStopping(logging.Filter):
+        def filter(self, record: logging.LogRecord) -> bool:
+            msg = str(record.msg)
+            return not (msg.startswith("Received %s death signal") or msg.startswith("Sending process %s closing"))
+
+    for name in ("torch.distributed.elastic.agent.server.api", "torch.distributed.elastic.multiprocessing.api"):
+        logging.getLogger(name).addFilter(NotTheStopping())
+
+
 def torchrun_main(argv: list[str]) -> int:
     """torchrun with ``argv``; when ranks fail, what torchrun saw of each (its exit code or signal, in the order
     torchrun saw them) is recorded in the launcher's failure folder, and torchrun's report printed."""
+    from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.run import main
 
     _continue_what_torchrun_stops()
+    _quiet_about_signals()
     try:
         main(argv)
+    except SignalException as e:  # stopped (Ctrl-C, SIGTERM): the launcher above says so, in one line
+        return 128 + int(e.sigval)
     except ChildFailedError as e:
         folder = os.environ.get(ENV)
         if folder:
