@@ -203,3 +203,30 @@ def test_evaluate_never_writes_over_its_predictions_model_or_input(where, clash,
     assert {p: p.read_bytes() for p in before} == before
     assert sorted(p.name for p in data.iterdir()) == inputs_before
     assert not (run / "eval-new.json").exists() and (run / "checkpoints").is_dir()
+
+
+@pytest.mark.parametrize("error, said", [
+    (PermissionError(13, "Permission denied"), "cannot read the trained model: permission denied"),
+    (OSError(5, "Input/output error"), "cannot read the trained model: input/output error"),
+])
+def test_a_model_the_system_will_not_read_is_cannot_read_not_not_a_model(tmp_path, monkeypatch, error, said):
+    """The system refusing the read (here: torch.load raising what the OS said, since root reads any file) is said
+    as such; only a file read whole that is not our format is "not a model written by `sylvie train`"."""
+    import torch
+
+    from sylvie.errors import SylvieError
+    from sylvie.formats.model_file import load_model
+
+    path = tmp_path / "model.pt"
+    path.write_bytes(b"whatever it holds")
+
+    def refused(*args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(torch, "load", refused)
+    with pytest.raises(SylvieError) as e:
+        load_model(path)
+    assert str(e.value).startswith(f"{path}: {said}") and "not a model written" not in str(e.value)
+    monkeypatch.undo()
+    with pytest.raises(SylvieError, match="not a model written by `sylvie train`"):
+        load_model(path)  # readable, but not ours
