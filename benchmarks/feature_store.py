@@ -19,18 +19,12 @@ import time
 import numpy as np
 import torch
 from common import publish
+from gpu_epoch import in_edges
 
 from sylvie.config import section
 from sylvie.data.registry import load
 from sylvie.features.store import FeatureStore
 from sylvie.sampling.neighbor_sampler import NeighborSampler, simulated_access_counts
-
-
-def in_edges(src: np.ndarray, dst: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    order = np.argsort(dst, kind="stable")
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(dst, minlength=n), out=indptr[1:])
-    return indptr, np.ascontiguousarray(np.asarray(src, np.int64)[order])
 
 
 def main() -> None:

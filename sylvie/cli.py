@@ -113,9 +113,11 @@ def _evaluate(args) -> None:
 
         r = evaluate(args.dataset, args.model, args.out, args.predictions)
     if r is not None:
+        from sylvie.train.loop import no_nodes
+
         def acc(split):  # an empty split has no accuracy
             value = r[f"{split}_acc"]
-            return "n/a" if value is None or math.isnan(value) else f"{value:.4f}"
+            return "n/a" if no_nodes(value) else f"{value:.4f}"
 
         print(f"{r['dataset']}: train {acc('train')}, val {acc('val')}, test {acc('test')} ({r['inference']}) -> "
               f"{args.out}", flush=True)

@@ -46,7 +46,9 @@ class OutputLock:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = _describe(os.pread(fd, 4096, 0))
+            holder = read_holder(fd)
+            holder = (f"`sylvie {holder['stage']}` ({describe_holder(holder)})" if holder and "stage" in holder
+                      else "writer (holder unknown)")
             os.close(fd)
             raise SylvieError(f"{self.out}: another {holder} is writing this output; wait for it to finish, stop "
                               f"it, or give this one another --out") from None
@@ -61,10 +63,7 @@ class OutputLock:
         if not same:  # its holder removed it as we opened it: lock the file the name leads to now
             os.close(fd)
             return True
-        record = {"stage": self.stage, "host": socket.gethostname(), "pid": os.getpid(),
-                  "since": time.strftime("%Y-%m-%d %H:%M:%S")}
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, (json.dumps(record) + "\n").encode(), 0)
+        write_holder(fd, stage=self.stage)
         self._fd = fd
         return True
 
@@ -78,9 +77,23 @@ class OutputLock:
             self._fd = None
 
 
-def _describe(raw: bytes) -> str:
+def write_holder(fd: int, **what) -> None:
+    """Write who holds the lock on ``fd`` into its file (``what``, host, pid, since when), for a refused writer to
+    name (``read_holder``); this lock and the run directory's ``train.lock`` alike."""
+    record = {**what, "host": socket.gethostname(), "pid": os.getpid(), "since": time.strftime("%Y-%m-%d %H:%M:%S")}
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, (json.dumps(record) + "\n").encode(), 0)
+
+
+def read_holder(fd: int) -> dict | None:
+    """The holder ``write_holder`` wrote into the lock's file; None where it cannot be read."""
     try:
-        r = json.loads(raw.decode())
-        return f"`sylvie {r['stage']}` (host {r['host']}, pid {r['pid']}, since {r['since']})"
-    except (ValueError, KeyError, UnicodeDecodeError):
-        return "writer (holder unknown)"
+        record = json.loads(os.pread(fd, 4096, 0).decode())
+    except (ValueError, UnicodeDecodeError):
+        return None
+    keys = ("host", "pid", "since")
+    return record if isinstance(record, dict) and all(k in record for k in keys) else None
+
+
+def describe_holder(record: dict) -> str:
+    return f"host {record['host']}, pid {record['pid']}, since {record['since']}"

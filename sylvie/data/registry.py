@@ -24,10 +24,14 @@ def source_of(name: str, source: str | None = None) -> str:
     if name == "synthetic" or name.startswith("synthetic"):
         return "synthetic"
     known = planetoid.NAMES + ogb.NAMES + ("synthetic",)
-    close = [n for n in known if n.lower() == name.lower()]
-    hint = f"did you mean '{close[0]}'? " if close else ""
-    raise SylvieError(f"unknown dataset '{name}'; {hint}known datasets: {', '.join(known)} (names are "
+    raise SylvieError(f"unknown dataset '{name}'; {_did_you_mean(name, known)}known datasets: {', '.join(known)} (names are "
                       f"case-sensitive; any other name needs a source: {', '.join(SOURCES)})")
+
+
+def _did_you_mean(name: str, names) -> str:
+    """The hint for a known name that differs from ``name`` only in case (names are case-sensitive)."""
+    close = [n for n in names if n.lower() == name.lower()]
+    return f"did you mean '{close[0]}'? " if close else ""
 
 
 def check_dataset(name: str, options) -> str:
@@ -36,9 +40,8 @@ def check_dataset(name: str, options) -> str:
     source = source_of(name, options.source)
     names = {"planetoid": planetoid.NAMES, "ogb": ogb.NAMES}.get(source)
     if names is not None and name not in names:
-        close = [n for n in names if n.lower() == name.lower()]
-        hint = f"did you mean '{close[0]}'? " if close else ""
-        raise SylvieError(f"dataset '{name}': source {source} has no dataset of that name; {hint}it has "
+        raise SylvieError(f"dataset '{name}': source {source} has no dataset of that name; "
+                          f"{_did_you_mean(name, names)}it has "
                           f"{', '.join(names)} (names are case-sensitive)")
     return source
 

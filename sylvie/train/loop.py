@@ -34,8 +34,8 @@ class BestEpoch:
     chosen_by: str = BY_VALIDATION
 
 
-def _no_nodes(acc: float | None) -> bool:
-    """An evaluated epoch's accuracy of a split without nodes (0 of 0: NaN, or None)."""
+def no_nodes(acc: float | None) -> bool:
+    """An evaluated accuracy of a split without nodes (0 of 0: NaN, or None)."""
     return acc is None or math.isnan(acc)
 
 
@@ -75,7 +75,7 @@ def run_epochs(trainer: Trainer, rank: int, out_dir: Path, train, identity: dict
             evaluate = (epoch + 1) % train.eval_every == 0 or epoch + 1 == epochs
             rec = trainer.epoch(epoch, evaluate=evaluate)
             records.append(rec)
-            if evaluate and _no_nodes(rec.val_acc):  # nothing to choose by: the model kept is the latest
+            if evaluate and no_nodes(rec.val_acc):  # nothing to choose by: the model kept is the latest
                 best = BestEpoch(epoch, None, rec.test_acc, trainer.weights(), BY_LAST_EPOCH)
             elif evaluate and (best is None or rec.val_acc > best.val_acc):
                 best = BestEpoch(epoch, rec.val_acc, rec.test_acc, trainer.weights())

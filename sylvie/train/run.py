@@ -3,7 +3,6 @@ run the loop (``train/loop.py``), and on rank 0 write ``model.pt`` and ``metrics
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 
 import torch
@@ -23,7 +22,7 @@ from sylvie.runtime.process_group import one_rank_per_part, peers_watched
 from sylvie.train.checkpoint import run_identity
 from sylvie.train.fullgraph_trainer import FullGraphTrainer
 from sylvie.train.job import TrainingJob
-from sylvie.train.loop import BestEpoch, run_epochs, stderr_log
+from sylvie.train.loop import BestEpoch, no_nodes, run_epochs, stderr_log
 from sylvie.train.protocol import Trainer
 from sylvie.train.run_lock import RunLock
 from sylvie.train.sampled_trainer import SampledTrainer
@@ -52,7 +51,7 @@ def run_training(job: TrainingJob) -> dict | None:
 
 def kept_line(best: BestEpoch) -> str:
     """The log's line on the model the run keeps, and why that one."""
-    test = "n/a (no test nodes)" if best.test_acc is None or math.isnan(best.test_acc) else f"{best.test_acc:.4f}"
+    test = "n/a (no test nodes)" if no_nodes(best.test_acc) else f"{best.test_acc:.4f}"
     if best.chosen_by == BY_LAST_EPOCH:
         return f"no validation nodes: kept the last epoch's model (epoch {best.epoch + 1}), test {test}"
     return f"best val {best.val_acc:.4f} at epoch {best.epoch + 1}, test {test}"

@@ -8,13 +8,11 @@ never removed (removing it would let two runs lock two different files of the sa
 from __future__ import annotations
 
 import fcntl
-import json
 import os
-import socket
-import time
 from pathlib import Path
 
 from sylvie.errors import SylvieError
+from sylvie.output_lock import describe_holder, read_holder, write_holder
 
 LOCK_NAME = "train.lock"
 
@@ -30,7 +28,8 @@ class RunLock:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = _describe(os.read(fd, 4096))
+            record = read_holder(fd)
+            holder = describe_holder(record) if record else "holder unknown"
             os.close(fd)
             raise SylvieError(f"{self.path.parent}: another training is writing this run directory ({holder}); "
                               f"wait for it to finish, stop it, or give this run another --out") from None
@@ -38,9 +37,7 @@ class RunLock:
             os.close(fd)
             raise SylvieError(f"{self.path}: cannot lock the run directory ({e}); this file system may not "
                               f"support flock, give --out on a local or flock-capable file system") from e
-        record = {"host": socket.gethostname(), "pid": os.getpid(), "since": time.strftime("%Y-%m-%d %H:%M:%S")}
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, (json.dumps(record) + "\n").encode(), 0)
+        write_holder(fd)
         self._fd = fd
         return self
 
@@ -55,10 +52,3 @@ class RunLock:
     def __exit__(self, *exc) -> None:
         self.release()
 
-
-def _describe(raw: bytes) -> str:
-    try:
-        r = json.loads(raw.decode())
-        return f"host {r['host']}, pid {r['pid']}, since {r['since']}"
-    except (ValueError, KeyError, UnicodeDecodeError):
-        return "holder unknown"
