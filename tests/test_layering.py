@@ -4,6 +4,8 @@ evaluation runs on the ranks' runtime, never on train; formats (the files stages
 modules; nothing imports cli; the Low-bit, gather and neighbour-pick kernels are leaves. Every import counts, also
 one inside a function."""
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -119,3 +121,13 @@ def test_a_forbidden_import_is_caught(tmp_path):
         assert any("comm/_layering_probe.py:2: comm imports train" in v for v in violations())
     finally:
         fake.unlink()
+
+
+def test_the_report_stage_starts_without_torch():
+    """`sylvie report` reads JSON and draws plots: importing it must not import torch (3 CPU-seconds a process here;
+    the pipeline runs it after every change)."""
+    code = ("import sys, sylvie.cli, sylvie.report.html; "
+            "print(sorted(m for m in ('torch', 'numba') if m in sys.modules))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "[]", p.stdout

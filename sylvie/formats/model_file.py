@@ -25,8 +25,6 @@ import errno
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import torch
-
 from sylvie.atomic import atomic_path
 from sylvie.errors import SylvieError
 
@@ -62,6 +60,8 @@ def save_model(path: str | Path, model: ModelFile) -> None:
                   if getattr(model, f"{s}_cfg") is not None},
                "in_feats": model.in_feats, "num_classes": model.num_classes,
                "dataset_fingerprint": model.dataset_fingerprint, "summary": model.summary}
+    import torch  # here, not at the top: `sylvie report` reads the names above and need not start torch (3 s)
+
     with atomic_path(path) as tmp:
         torch.save(content, tmp)
 
@@ -69,6 +69,8 @@ def save_model(path: str | Path, model: ModelFile) -> None:
 def load_model(path: str | Path) -> ModelFile:
     """The model file at ``path`` (its weights on the CPU); a missing file, another file or one of another version
     is a clear error naming it."""
+    import torch
+
     p = Path(path)
     if not p.is_file():
         raise SylvieError(f"{p}: trained model not found; run `sylvie train` first")
