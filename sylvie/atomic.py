@@ -143,6 +143,17 @@ def disk_full_error(path: Path, error: BaseException) -> SylvieError | None:
                        f"{path.parent}); free some space or write to another disk, then rerun")
 
 
+def _naming_the_output(error: OSError, final: Path) -> None:
+    """Make ``error`` name ``final`` where it names ``final``'s temporary (or a file in it): the user asked for
+    ``final``, and the temporary is gone once the error is out."""
+    prefix = str(final.parent / _temp_prefix(final))
+    for attr in ("filename", "filename2"):
+        name = getattr(error, attr)
+        if isinstance(name, str) and name.startswith(prefix):
+            rest = name[len(prefix):]
+            setattr(error, attr, str(final) + (rest[rest.index(os.sep):] if os.sep in rest else ""))
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike, directory: bool = False, kind: OutputKind | None = None,
                 inputs: tuple = ()):
@@ -156,7 +167,11 @@ def atomic_path(path: str | os.PathLike, directory: bool = False, kind: OutputKi
         raise ValueError("atomic_path(directory=True) needs the kind of output it replaces")
     final.parent.mkdir(parents=True, exist_ok=True)
     remove_leftovers(final)
-    tmp = _new_temp(final, directory)
+    try:
+        tmp = _new_temp(final, directory)
+    except OSError as e:
+        _naming_the_output(e, final)
+        raise
     try:
         try:
             yield tmp
@@ -167,6 +182,8 @@ def atomic_path(path: str | os.PathLike, directory: bool = False, kind: OutputKi
         except (OSError, RuntimeError) as e:
             full = disk_full_error(final, e)
             if full is None:
+                if isinstance(e, OSError):
+                    _naming_the_output(e, final)
                 raise
             raise full from e
     except BaseException:

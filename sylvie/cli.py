@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from sylvie.errors import SylvieError
+from sylvie.errors import SylvieError, refused_by_the_system
 
 
 def _download(args) -> None:
@@ -322,16 +322,28 @@ def main(argv: list[str] | None = None) -> int:
     except SylvieError as e:
         _error(args.stage, str(e))
         return 2
+    except OSError as e:  # the system refused a path (read-only, permission, not a folder, full): one line
+        refused = refused_by_the_system(e)
+        if refused is None:
+            _fault(e)
+            raise
+        _error(args.stage, str(refused))
+        return 2
     except KeyboardInterrupt:
         if "TORCHELASTIC_RUN_ID" not in os.environ:  # a rank's launcher says it once for the run
             print(f"sylvie {args.stage}: interrupted", file=sys.stderr)
         return 130
     except Exception as e:  # a bug or a failed collective: the traceback follows, the launcher repeats the line
-        from sylvie.formats.rank_failures import record_exception
-
-        record_exception(e)
+        _fault(e)
         raise
     return code or 0
+
+
+def _fault(e: BaseException) -> None:
+    """Note an error that is no user's (a bug, a failed collective) for the launcher; its traceback follows."""
+    from sylvie.formats.rank_failures import record_exception
+
+    record_exception(e)
 
 
 if __name__ == "__main__":

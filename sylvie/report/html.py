@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from sylvie.atomic import disk_full_error, scratch_directory
-from sylvie.errors import SylvieError
+from sylvie.errors import SylvieError, system_said
 from sylvie.formats.model_file import BY_LAST_EPOCH
 from sylvie.output_dir import check_location
 from sylvie.report.grouping import collect
@@ -111,16 +111,12 @@ def _check_out(out_dir: str | Path, run_dirs) -> None:
 
 def _write_error(out_dir: str | Path, error: OSError) -> SylvieError:
     """A failed write into the report directory, in one line that says what to do."""
-    where = f"--out {out_dir}: could not write the report there"
-    if error.errno == errno.EROFS:
-        return SylvieError(f"{where}: the file system is read-only; choose an --out on a writable disk")
-    on = f" ({error.filename})" if error.filename else ""
-    if error.errno in (errno.EACCES, errno.EPERM):
-        return SylvieError(f"{where}: permission denied{on}; choose an --out you may write to")
-    full = disk_full_error(Path(out_dir) / "report.html", error)
-    if full is not None:
-        return full
-    return SylvieError(f"{where}: {error.strerror or error}{on}; choose another --out")
+    said, do = system_said(error)
+    on = f" ({error.filename})" if error.filename and Path(error.filename) != Path(out_dir) else ""
+    refused = SylvieError(f"--out {out_dir}: could not write the report there: {said}{on}; {do}")
+    if error.errno in (errno.EROFS, errno.EACCES, errno.EPERM):  # (a read-only disk may be a full one too)
+        return refused
+    return disk_full_error(Path(out_dir) / "report.html", error) or refused
 
 
 def _page(title: str, runs: dict[str, list[RunOutput]], plots: dict[str, Path]) -> str:
