@@ -32,7 +32,7 @@ AREAS = {
     "sylvie.models.block": "block", "sylvie.models.block_transpose": "block",
     "sylvie.partition": "partition", "sylvie.data": "data", "sylvie.formats": "formats",
     "sylvie.errors": "base", "sylvie.atomic": "base", "sylvie.arrow_arrays": "base", "sylvie.output_dir": "base",
-    "sylvie.output_lock": "base",
+    "sylvie.output_lock": "base", "sylvie.memory_budget": "base",
     "sylvie.config": "base", "sylvie": "base",
 }
 # Which areas each area may import (besides itself).

@@ -19,6 +19,7 @@ import numpy as np
 
 from sylvie.data.graph import Graph, edges_of_keys, undirected_keys
 from sylvie.errors import SylvieError
+from sylvie.memory_budget import check_fits
 
 _ROWS = 1 << 16  # the rows of features given their centroids at a time
 _CHUNK = 1 << 20  # the edges sampled at a time
@@ -139,6 +140,20 @@ def check_parameters(*, nodes: int, avg_degree: float, features: int, classes: i
     if not (0 <= homophily <= 1) or not (0 <= label_noise <= 1) or train_fraction + val_fraction > 1:
         raise SylvieError("synthetic: homophily and label_noise must be in [0, 1] and train_fraction + "
                           "val_fraction <= 1")
+    if avg_degree > nodes - 1:
+        raise SylvieError(f"synthetic: avg_degree={avg_degree} is more than {nodes:,} nodes allow (a node has at most "
+                          f"nodes - 1 = {nodes - 1:,} neighbours); lower avg_degree or raise nodes")
+    edges = int(round(nodes * avg_degree))  # both directions
+    check_fits(generation_bytes(nodes, avg_degree, features),
+               f"synthetic: {nodes:,} nodes x {features:,} features and {edges:,} edges (both directions)",
+               "lower nodes, avg_degree or features")
+
+
+def generation_bytes(nodes: int, avg_degree: float, features: int) -> int:
+    """A lower bound of a generator's peak memory: the features (float32) and the edges in both directions (two
+    int64 ids each), which it holds together at its end (the products preset at full size: 2.96 GB by this bound,
+    3.32 GB measured, benchmarks/README.md's scale table)."""
+    return int(nodes * features * 4 + nodes * avg_degree * 16)
 
 
 def labels_and_features(rng, blocks: np.ndarray, classes: int, features: int, label_noise: float,

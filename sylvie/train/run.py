@@ -23,6 +23,7 @@ from sylvie.train.checkpoint import run_identity
 from sylvie.train.fullgraph_trainer import FullGraphTrainer
 from sylvie.train.job import TrainingJob
 from sylvie.train.loop import BestEpoch, no_nodes, run_epochs, stderr_log
+from sylvie.train.memory_need import check_training_fits
 from sylvie.train.protocol import Trainer
 from sylvie.train.run_lock import RunLock
 from sylvie.train.sampled_trainer import SampledTrainer
@@ -44,6 +45,7 @@ def run_training(job: TrainingJob) -> dict | None:
     inputs = (job.partition_dir,) + ((job.vip_dir,) if job.vip_dir else ())
     check_replaceable(job.out_dir, RUN, inputs=inputs)  # a run directory, or one to become it
     manifest = read_manifest(job.partition_dir)
+    check_training_fits(job.model, manifest, int(os.environ.get("RANK", 0)), job.sampled, job.train.device)
     # counted in and beating while this rank reads and checks its inputs, which takes long on a large graph
     with peers_watched(job.train.timeout, "train", job.train.startup_timeout) as watch:
         return _train_checked(job, manifest, watch)

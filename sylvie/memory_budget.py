@@ -1,0 +1,45 @@
+"""What this machine can hold, and the refusal of work that cannot fit, before it starts: a clear error with the
+estimate, where an allocator would fail halfway (numpy's or torch's traceback) or the kernel's OOM killer would
+stop the process without a word.
+
+``available_bytes`` is the kernel's MemAvailable, or less where a cgroup (a container, a Slurm job) limits this
+process tree. The estimates given to ``check_fits`` are lower bounds of what the work holds at its peak, so that
+what is refused cannot fit, while what passes may still not."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from sylvie.errors import SylvieError
+
+
+def available_bytes() -> int | None:
+    """Bytes this process may still allocate: MemAvailable, capped by the cgroup's limit less its use (None where
+    neither can be read)."""
+    found = []
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                found.append(int(line.split()[1]) * 1024)
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        if limit != "max":
+            used = int(Path("/sys/fs/cgroup/memory.current").read_text())
+            found.append(max(0, int(limit) - used))
+    except (OSError, ValueError):
+        pass
+    return min(found) if found else None
+
+
+def gigabytes(n: float) -> str:
+    return f"{n / 1e9:,.1f} GB" if n >= 1e8 else f"{n / 1e6:,.1f} MB"
+
+
+def check_fits(need: int, what: str, advice: str, available: int | None = None, where: str = "this machine") -> None:
+    """Refuse ``what`` when the lower bound ``need`` (bytes) exceeds what is ``available`` (default: this machine's
+    ``available_bytes``; or a GPU's free memory, ``where`` naming it): one line with both numbers and ``advice``."""
+    available = available_bytes() if available is None else available
+    if available is not None and need > available:
+        raise SylvieError(f"{what} needs at least {gigabytes(need)} of memory, more than the {gigabytes(available)} "
+                          f"{where} has available; {advice}")

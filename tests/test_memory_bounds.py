@@ -1,0 +1,110 @@
+"""Issue 44, class 6: numbers beyond what the machine can hold are refused before work starts, with the estimate: a
+synthetic graph with more edges than its nodes allow or larger than memory, a model whose parameters or layer
+outputs cannot fit. The machine's available memory is set by the test (``memory_budget.available_bytes``) so that
+the cases hold on any machine."""
+import pytest
+from conftest import CORA_RAW
+
+from sylvie import cli, memory_budget
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.fixture(scope="module")
+def cora_part(tmp_path_factory):
+    d = tmp_path_factory.mktemp("cora")
+    assert cli.main(["download", "cora", "--source", "planetoid", "--raw-dir", str(CORA_RAW), "--no-allow-download",
+                     "--out", str(d / "ds")]) == 0
+    assert cli.main(["partition", str(d / "ds"), "--out", str(d / "p"), "--parts", "1"]) == 0
+    return d / "p"
+
+
+def _last_error(argv, capsys) -> str:
+    capsys.readouterr()
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err and "Traceback" not in "\n".join(err)
+    return err[-1]
+
+
+def test_more_edges_than_the_nodes_allow(tmp_path, capsys):
+    last = _last_error(["download", "synthetic-dense", "--source", "synthetic", "--nodes", "100", "--avg-degree", "150",
+                        "--out", str(tmp_path / "ds")], capsys)
+    assert last == ("sylvie download: error: synthetic: avg_degree=150.0 is more than 100 nodes allow (a node has at "
+                    "most nodes - 1 = 99 neighbours); lower avg_degree or raise nodes")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("structure", ["blocks", "nested"])
+def test_a_synthetic_graph_larger_than_memory(tmp_path, capsys, monkeypatch, structure):
+    monkeypatch.setattr(memory_budget, "available_bytes", lambda: 10**9)
+    # 10M nodes x 32 features (1.28 GB) and 100M edge ids (1.6 GB): at least 2.9 GB
+    last = _last_error(["download", "synthetic-big", "--source", "synthetic", "--structure", structure,
+                        "--nodes", "10000000", "--features", "32", "--avg-degree", "10",
+                        "--out", str(tmp_path / "ds")], capsys)
+    assert last == ("sylvie download: error: synthetic: 10,000,000 nodes x 32 features and 100,000,000 edges (both "
+                    "directions) needs at least 2.9 GB of memory, more than the 1.0 GB this machine has available; "
+                    "lower nodes, avg_degree or features")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("flags, said", [
+    # (1433 + 1 + 7) x 10^6 parameters x 16 bytes; 2,708 rows x (1433 + 10^6 + 7) x 4 bytes
+    (["--hidden", "1000000"], "gcn 2 x 1000000, its parameters and optimiser state (23.1 GB) and 2,708 rows' layer "
+                              "outputs (10.8 GB) needs at least 33.9 GB"),
+    (["--arch", "gat", "--heads", "4096", "--hidden", "256"], "gat 2 x 256, its parameters and optimiser state "
+                                                              "(24.2 GB) and 2,708 rows' layer outputs (11.4 GB)"),
+    # a sampled rank: the parameters alone (its minibatches' rows are not counted)
+    (["--mode", "sampled", "--arch", "sage", "--hidden", "1000000", "--no-self-loop"],
+     "sage 2 x 1000000, its parameters and optimiser state (46.1 GB) needs at least 46.1 GB"),
+    # refused on the layer outputs alone, before a model of a million layers is built
+    (["--layers", "1000000"], "gcn 1000000 x 16, its 2,708 rows' layer outputs needs at least 173.3 GB"),
+])
+def test_a_model_larger_than_memory(cora_part, tmp_path, capsys, monkeypatch, flags, said):
+    monkeypatch.setattr(memory_budget, "available_bytes", lambda: 12 * 10**9)
+    last = _last_error(["train", "--partition", str(cora_part), "--out", str(tmp_path / "run"), *flags], capsys)
+    assert last.startswith(f"sylvie train: error: training on rank 0: {said}"), last
+    assert last.endswith("more than the 12.0 GB this machine has available; lower model.hidden (or heads, layers), "
+                         "or cut the graph into more parts over more machines"), last
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("arch, heads", [("gcn", 1), ("sage", 1), ("gat", 3)])
+def test_the_parameters_are_counted_as_built(arch, heads):
+    from sylvie.config import section
+    from sylvie.models.gnn import build_model
+    from sylvie.train.memory_need import parameter_count
+
+    model = section("model", {"arch": arch, "hidden": 24, "heads": heads, "layers": 3})
+    assert parameter_count(model, 50, 7) == sum(p.numel() for p in build_model(model, 50, 7).parameters())
+
+
+@pytest.mark.parametrize("flags, field", [
+    (["--hidden", str(10**20)], "model options: invalid value for 'hidden'"),
+    (["--mode", "sampled", "--arch", "sage", "--no-self-loop", "--fanouts", str(10**20), "5"],
+     "sampling options: invalid value for 'fanouts.0'"),
+    (["--mode", "sampled", "--arch", "sage", "--no-self-loop", "--batch-size", str(2**31)],
+     "sampling options: invalid value for 'batch_size'"),
+])
+def test_an_integer_beyond_its_c_type(cora_part, tmp_path, capsys, flags, field):
+    """Sizes reach numpy, numba and torch as 64-bit integers (and METIS as 32-bit ones): beyond 2^31 - 1 they are
+    refused by the schema, naming the field, where torch or numba failed with a C traceback or an OverflowError."""
+    last = _last_error(["train", "--partition", str(cora_part), "--out", str(tmp_path / "run"), *flags], capsys)
+    assert last.startswith(f"sylvie train: error: sylvie {field}: "), last
+    assert "greater than the maximum of 2147483647" in last, last
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_ranks_of_one_machine_share_its_memory(cora_part, monkeypatch):
+    """4 ranks of 3.4 GB each on a machine with 12 GB available: refused, where one rank fits."""
+    from sylvie.config import section
+    from sylvie.errors import SylvieError
+    from sylvie.formats.partition_manifest import read_manifest
+    from sylvie.train.memory_need import check_training_fits
+
+    monkeypatch.setattr(memory_budget, "available_bytes", lambda: 12 * 10**9)
+    model, manifest = section("model", {"hidden": 100000}), read_manifest(cora_part)  # 2.3 GB + 1.1 GB
+    check_training_fits(model, manifest, 0, sampled=False)
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "4")
+    with pytest.raises(SylvieError, match=r"x 4 ranks on this machine needs at least 13\.\d GB of memory"):
+        check_training_fits(model, manifest, 0, sampled=False)
