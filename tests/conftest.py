@@ -82,6 +82,17 @@ def cora_partitions(cora_dir, tmp_path_factory):
     return dirs
 
 
+def refused_line(argv: list[str], capsys) -> str:
+    """The last line ``sylvie <argv>`` (in-process) prints when it refuses its input: exit 2, no traceback."""
+    from sylvie import cli
+
+    capsys.readouterr()
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err and "Traceback" not in "\n".join(err)
+    return err[-1]
+
+
 def truncate(path: Path, keep: float = 0.5) -> None:
     """Cut a file to ``keep`` of its bytes, as a write cut off part-way leaves it."""
     data = Path(path).read_bytes()

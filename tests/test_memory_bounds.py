@@ -3,33 +3,21 @@ synthetic graph with more edges than its nodes allow or larger than memory, a mo
 outputs cannot fit. The machine's available memory is set by the test (``memory_budget.available_bytes``) so that
 the cases hold on any machine."""
 import pytest
-from conftest import CORA_RAW
+from conftest import refused_line
 
-from sylvie import cli, memory_budget
+from sylvie import memory_budget
 
 pytestmark = pytest.mark.unit
 
 
 @pytest.fixture(scope="module")
-def cora_part(tmp_path_factory):
-    d = tmp_path_factory.mktemp("cora")
-    assert cli.main(["download", "cora", "--source", "planetoid", "--raw-dir", str(CORA_RAW), "--no-allow-download",
-                     "--out", str(d / "ds")]) == 0
-    assert cli.main(["partition", str(d / "ds"), "--out", str(d / "p"), "--parts", "1"]) == 0
-    return d / "p"
-
-
-def _last_error(argv, capsys) -> str:
-    capsys.readouterr()
-    assert cli.main(argv) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert err and "Traceback" not in "\n".join(err)
-    return err[-1]
+def cora_part(cora_partitions):
+    return cora_partitions[1]
 
 
 def test_more_edges_than_the_nodes_allow(tmp_path, capsys):
-    last = _last_error(["download", "synthetic-dense", "--source", "synthetic", "--nodes", "100", "--avg-degree", "150",
-                        "--out", str(tmp_path / "ds")], capsys)
+    last = refused_line(["download", "synthetic-dense", "--source", "synthetic", "--nodes", "100",
+                         "--avg-degree", "150", "--out", str(tmp_path / "ds")], capsys)
     assert last == ("sylvie download: error: synthetic: avg_degree=150.0 is more than 100 nodes allow (a node has at "
                     "most nodes - 1 = 99 neighbours); lower avg_degree or raise nodes")
     assert list(tmp_path.iterdir()) == []
@@ -39,7 +27,7 @@ def test_more_edges_than_the_nodes_allow(tmp_path, capsys):
 def test_a_synthetic_graph_larger_than_memory(tmp_path, capsys, monkeypatch, structure):
     monkeypatch.setattr(memory_budget, "available_bytes", lambda: 10**9)
     # 10M nodes x 32 features (1.28 GB) and 100M edge ids (1.6 GB): at least 2.9 GB
-    last = _last_error(["download", "synthetic-big", "--source", "synthetic", "--structure", structure,
+    last = refused_line(["download", "synthetic-big", "--source", "synthetic", "--structure", structure,
                         "--nodes", "10000000", "--features", "32", "--avg-degree", "10",
                         "--out", str(tmp_path / "ds")], capsys)
     assert last == ("sylvie download: error: synthetic: 10,000,000 nodes x 32 features and 100,000,000 edges (both "
@@ -62,7 +50,7 @@ def test_a_synthetic_graph_larger_than_memory(tmp_path, capsys, monkeypatch, str
 ])
 def test_a_model_larger_than_memory(cora_part, tmp_path, capsys, monkeypatch, flags, said):
     monkeypatch.setattr(memory_budget, "available_bytes", lambda: 12 * 10**9)
-    last = _last_error(["train", "--partition", str(cora_part), "--out", str(tmp_path / "run"), *flags], capsys)
+    last = refused_line(["train", "--partition", str(cora_part), "--out", str(tmp_path / "run"), *flags], capsys)
     assert last.startswith(f"sylvie train: error: training on rank 0: {said}"), last
     assert last.endswith("more than the 12.0 GB this machine has available; lower model.hidden (or heads, layers), "
                          "or cut the graph into more parts over more machines"), last
@@ -89,7 +77,7 @@ def test_the_parameters_are_counted_as_built(arch, heads):
 def test_an_integer_beyond_its_c_type(cora_part, tmp_path, capsys, flags, field):
     """Sizes reach numpy, numba and torch as 64-bit integers (and METIS as 32-bit ones): beyond 2^31 - 1 they are
     refused by the schema, naming the field, where torch or numba failed with a C traceback or an OverflowError."""
-    last = _last_error(["train", "--partition", str(cora_part), "--out", str(tmp_path / "run"), *flags], capsys)
+    last = refused_line(["train", "--partition", str(cora_part), "--out", str(tmp_path / "run"), *flags], capsys)
     assert last.startswith(f"sylvie train: error: sylvie {field}: "), last
     assert "greater than the maximum of 2147483647" in last, last
     assert list(tmp_path.iterdir()) == []

@@ -7,7 +7,7 @@ import shutil
 import subprocess
 
 import pytest
-from conftest import CORA_RAW
+from conftest import CORA_RAW, refused_line
 
 from sylvie import cli
 
@@ -17,42 +17,31 @@ STAGES = ("download", "partition", "vip", "train", "evaluate", "report")
 
 
 @pytest.fixture(scope="module")
-def inputs(tmp_path_factory):
-    """A dataset, its 1-part partition, a VIP analysis, a trained run with its eval.json: each stage's input."""
-    d = tmp_path_factory.mktemp("inputs")
-    assert cli.main(["download", "cora", "--source", "planetoid", "--raw-dir", str(CORA_RAW), "--no-allow-download",
-                     "--out", str(d / "ds")]) == 0
-    assert cli.main(["partition", str(d / "ds"), "--out", str(d / "p"), "--parts", "1"]) == 0
-    assert cli.main(["train", "--partition", str(d / "p"), "--out", str(d / "run"), "--epochs", "1"]) == 0
-    assert cli.main(["evaluate", "--dataset", str(d / "ds"), "--model", str(d / "run" / "model.pt"),
-                     "--out", str(d / "run" / "eval.json")]) == 0
-    return d
+def inputs(cora_dir, cora_partitions, tmp_path_factory):
+    """Each stage's input: Cora (``ds``), its 1-part partition (``p``), a trained run with its eval.json (``run``)."""
+    run = tmp_path_factory.mktemp("inputs") / "run"
+    assert cli.main(["train", "--partition", str(cora_partitions[1]), "--out", str(run), "--epochs", "1"]) == 0
+    assert cli.main(["evaluate", "--dataset", str(cora_dir), "--model", str(run / "model.pt"),
+                     "--out", str(run / "eval.json")]) == 0
+    return {"ds": cora_dir, "p": cora_partitions[1], "run": run}
 
 
 def _argv(stage: str, inputs, out) -> list[str]:
     return {"download": ["download", "cora", "--source", "planetoid", "--raw-dir", str(CORA_RAW),
                          "--no-allow-download", "--out", str(out)],
-            "partition": ["partition", str(inputs / "ds"), "--out", str(out), "--parts", "1"],
-            "vip": ["vip", str(inputs / "p"), "--out", str(out)],
-            "train": ["train", "--partition", str(inputs / "p"), "--out", str(out), "--epochs", "1"],
-            "evaluate": ["evaluate", "--dataset", str(inputs / "ds"), "--model", str(inputs / "run" / "model.pt"),
+            "partition": ["partition", str(inputs["ds"]), "--out", str(out), "--parts", "1"],
+            "vip": ["vip", str(inputs["p"]), "--out", str(out)],
+            "train": ["train", "--partition", str(inputs["p"]), "--out", str(out), "--epochs", "1"],
+            "evaluate": ["evaluate", "--dataset", str(inputs["ds"]), "--model", str(inputs["run"] / "model.pt"),
                          "--out", str(out)],
-            "report": ["report", "--out", str(out), str(inputs / "run")]}[stage]
-
-
-def _refused(stage, argv, capsys) -> str:
-    capsys.readouterr()
-    assert cli.main(argv) == 2
-    lines = capsys.readouterr().err.strip().splitlines()
-    assert lines and "Traceback" not in "\n".join(lines)
-    return lines[-1]
+            "report": ["report", "--out", str(out), str(inputs["run"])]}[stage]
 
 
 @pytest.mark.parametrize("stage", STAGES)
 def test_a_file_where_a_folder_must_be(stage, inputs, tmp_path, capsys):
     (tmp_path / "afile").write_text("a user's file")
     out = tmp_path / "afile" / ("out.html" if stage == "report" else "out.json" if stage == "evaluate" else "out")
-    last = _refused(stage, _argv(stage, inputs, out), capsys)
+    last = refused_line(_argv(stage, inputs, out), capsys)
     assert last.startswith(f"sylvie {stage}: error: ") and str(tmp_path / "afile") in last, last
     assert "is a file, not a folder" in last or "a file is in the way" in last, last
     assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
@@ -63,7 +52,7 @@ def test_a_folder_where_a_file_must_be(inputs, tmp_path, capsys):
     """(evaluate's --out is a file; the other stages write folders, and a folder there is theirs or refused)"""
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "keep.txt").write_text("a user's file")
-    last = _refused("evaluate", _argv("evaluate", inputs, tmp_path / "out"), capsys)
+    last = refused_line(_argv("evaluate", inputs, tmp_path / "out"), capsys)
     assert last == (f"sylvie evaluate: error: refusing --out {tmp_path / 'out'}: it is an existing directory, and "
                     f"--out names a file; e.g. --out {tmp_path / 'out' / 'eval.json'}"), last
     assert [p.name for p in (tmp_path / "out").iterdir()] == ["keep.txt"]
@@ -88,7 +77,7 @@ def read_only(tmp_path):
 @pytest.mark.parametrize("stage", STAGES)
 def test_a_read_only_file_system(stage, inputs, read_only, capsys):
     out = read_only / ("out.html" if stage == "report" else "out.json" if stage == "evaluate" else "out")
-    last = _refused(stage, _argv(stage, inputs, out), capsys)
+    last = refused_line(_argv(stage, inputs, out), capsys)
     named = f"--out {out}: could not write the report there" if stage == "report" else f"{out}: the system refused"
     assert last == f"sylvie {stage}: error: {named}: the file system is read-only; write to another folder, or " \
                    "remount this one read-write", last  # the output asked for, not its temporary

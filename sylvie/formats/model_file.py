@@ -21,12 +21,11 @@ perhaps no ``comm_cfg``, read as {}): they are read as version 1. A file of anot
 """
 from __future__ import annotations
 
-import errno
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sylvie.atomic import atomic_path
-from sylvie.errors import SylvieError
+from sylvie.errors import SylvieError, system_said
 
 FORMAT_VERSION = 1
 FILE = "model.pt"
@@ -77,10 +76,8 @@ def load_model(path: str | Path) -> ModelFile:
     try:
         content = torch.load(p, map_location="cpu", weights_only=False)
     except OSError as e:  # the system refused the read: the file may be a model; say what the system said
-        what = {errno.EACCES: "permission denied", errno.EPERM: "permission denied",
-                errno.EIO: "input/output error (a failing disk or network file system?)"}.get(e.errno, e.strerror)
-        raise SylvieError(f"{p}: cannot read the trained model: {what}; make it readable to you (or run as its "
-                          f"owner) and try again") from None
+        raise SylvieError(f"{p}: cannot read the trained model: {system_said(e)[0]}; make it readable to you (or run "
+                          f"as its owner) and try again") from None
     except Exception as e:
         raise SylvieError(f"{p}: not a model written by `sylvie train` ({' '.join(str(e).split())[:300]}); rerun "
                           f"training") from e

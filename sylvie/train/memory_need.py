@@ -50,9 +50,8 @@ def check_training_fits(model, manifest: dict, rank: int, sampled: bool, device:
 def _budget(device: str, local_ranks: int) -> tuple[int | None, int, str]:
     """(bytes available, ranks sharing them, where) for a rank training on ``device``: this machine's memory shared
     by its local ranks, or the free memory of the rank's GPU shared by the local ranks on that GPU."""
-    if device == "cuda" or (device == "auto" and torch.cuda.is_available()):
-        if torch.cuda.is_available():
-            gpus = torch.cuda.device_count()
-            gpu = int(os.environ.get("LOCAL_RANK", 0)) % gpus
-            return torch.cuda.mem_get_info(gpu)[0], max(1, -(-local_ranks // gpus)), f"GPU {gpu}"
+    if device in ("cuda", "auto") and torch.cuda.is_available():
+        gpus = torch.cuda.device_count()
+        gpu = int(os.environ.get("LOCAL_RANK", 0)) % gpus
+        return torch.cuda.mem_get_info(gpu)[0], max(1, -(-local_ranks // gpus)), f"GPU {gpu}"
     return None, local_ranks, "this machine"
