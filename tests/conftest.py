@@ -30,6 +30,13 @@ def torchrun(nproc, *args, **kw):
     return run([str(BIN / "torchrun"), "--standalone", "--nproc-per-node", str(nproc), *map(str, args)], **kw)
 
 
+def ranks(nproc, *args, **kw):
+    """``nproc`` ranks of ``args`` (a script, or ``--no-python sylvie ...``) as torchrun would start them, forked
+    from one process that imported torch and sylvie once (tests/forked_ranks.py): for the tests whose subject is
+    what the ranks compute. The tests of launching itself use torchrun (``torchrun``, `sylvie launch`)."""
+    return run([sys.executable, str(REPO / "tests" / "forked_ranks.py"), str(nproc), *map(str, args)], **kw)
+
+
 TIERS = ("unit", "slow", "e2e")
 
 

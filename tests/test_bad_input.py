@@ -3,7 +3,7 @@ import shutil
 
 import numpy as np
 import pytest
-from conftest import BIN, run, torchrun
+from conftest import BIN, ranks, run
 
 from sylvie.data.graph import _nodes_table, _write_arrow, load_graph
 
@@ -65,7 +65,7 @@ def test_shard_with_one_flipped_byte(cora_partitions, tmp_path):
     data = bytearray(shard.read_bytes())
     data[len(data) // 2] ^= 0x01
     shard.write_bytes(bytes(data))
-    p = torchrun(2, "--no-python", "sylvie", "train", "--partition", parts, "--out", tmp_path / "run",
+    p = ranks(2, "--no-python", "sylvie", "train", "--partition", parts, "--out", tmp_path / "run",
                  "--epochs", "2", check=False)
     assert p.returncode != 0
     assert "part-1.arrow: sha256 does not match the manifest" in p.stderr
@@ -73,7 +73,7 @@ def test_shard_with_one_flipped_byte(cora_partitions, tmp_path):
 
 
 def test_wrong_number_of_ranks(cora_partitions, tmp_path):
-    p = torchrun(2, "--no-python", "sylvie", "train", "--partition", cora_partitions[4], "--out", tmp_path / "run",
+    p = ranks(2, "--no-python", "sylvie", "train", "--partition", cora_partitions[4], "--out", tmp_path / "run",
                  "--epochs", "1", check=False)
     assert p.returncode != 0 and "launch with torchrun --nproc-per-node 4" in p.stderr
 

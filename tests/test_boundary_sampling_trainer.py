@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 import torch
-from conftest import REPO, torchrun
+from conftest import REPO, ranks
 from partitioned_ranks import dropped_edges, rank_graphs
 from test_boundary_sampling import _assert_matches, reference_step
 
@@ -29,7 +29,7 @@ CASES = [
 def runs(cora_partitions, tmp_path_factory):
     out = tmp_path_factory.mktemp("bns") / "runs.pt"
     cases = [{**c, "seed": SEED} for c in CASES]
-    torchrun(2, REPO / "tests" / "workers" / "bns_worker.py", cora_partitions[2], json.dumps(cases), out)
+    ranks(2, REPO / "tests" / "workers" / "bns_worker.py", cora_partitions[2], json.dumps(cases), out)
     return torch.load(out)
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO, torchrun
+from conftest import REPO, ranks
 
 from sylvie.atomic import read_jsonl
 from sylvie.config import as_dict, dataset_options, load_config, resolve_runs
@@ -82,7 +82,7 @@ def default_runs(tmp_path_factory):
     for parts in sorted({j["parts"] for j in jobs}):
         listed = root / f"jobs-p{parts}.json"
         listed.write_text(json.dumps([j for j in jobs if j["parts"] == parts]))
-        p = torchrun(parts, REPO / "tests" / "workers" / "runs_worker.py", listed, timeout=2400)
+        p = ranks(parts, REPO / "tests" / "workers" / "runs_worker.py", listed, timeout=2400)
         (root / f"jobs-p{parts}.log").write_text(p.stderr)
         print("".join(line + "\n" for line in p.stderr.splitlines() if "trained in" in line))
     return root, runs, jobs
@@ -215,7 +215,7 @@ def test_a_run_trained_in_the_launch_is_what_sylvie_train_trains(default_runs, t
                       cli_arguments("sampling", r.sampling), cli_arguments("cache", r.cache),
                       cli_arguments("features", r.features)])  # workflow/rules/common.smk, train_options
     part, vip = (root / "data" / kind / r.dataset / r.partition_id for kind in ("partitions", "vip"))
-    torchrun(r.partition.parts, "--no-python", "sylvie", "train", "--partition", part, "--out", tmp_path / "run",
+    ranks(r.partition.parts, "--no-python", "sylvie", "train", "--partition", part, "--out", tmp_path / "run",
              "--seed", seed, *shlex.split(flags), "--vip", vip / r.vip_id, "--epochs", 3, "--no-progress")
     alone, looped = read_jsonl(tmp_path / "run" / "metrics.jsonl"), _records(root, name, seed)[:3]
     keys = ("loss", "train_acc", "val_acc", "test_acc", "rows_remote", "rows_cached", "bytes_sent")

@@ -5,7 +5,7 @@ import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from conftest import REPO, torchrun
+from conftest import REPO, ranks
 from dgl.nn import GATConv, GraphConv, SAGEConv
 from no_dgl import NoDGL
 
@@ -76,7 +76,7 @@ def our_steps(cora_partitions, tmp_path_factory):
             out = tmp_path_factory.mktemp(f"steps-p{parts}")
             archs = [a for a, p in CASES if p == parts]
             no_dgl.clear()
-            torchrun(parts, REPO / "tests" / "workers" / "exactness_worker.py", cora_partitions[parts], ",".join(archs),
+            ranks(parts, REPO / "tests" / "workers" / "exactness_worker.py", cora_partitions[parts], ",".join(archs),
                      out, env=no_dgl.env)
             no_dgl.assert_sylvie_never_asked(parts)
             done[parts] = {a: torch.load(out / f"{a}.pt") for a in archs}

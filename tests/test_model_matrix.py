@@ -11,7 +11,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import REPO, torchrun
+from conftest import REPO, ranks
 from no_dgl import NoDGL
 
 from sylvie.config import schema, section
@@ -73,7 +73,7 @@ def matrix(cora_dir, cora_partitions, tmp_path_factory):
     write_vip(cora_partitions[2], vip, section("sampling", CELLS["gcn-sampled-vip"]["sampling"]), progress=False)
     two = {n: c for n, c in CELLS.items() if not n.endswith("full-p1")}
     no_dgl = NoDGL(root / "no-dgl")  # the ranks train every 2-part cell, full-graph and sampled, without DGL
-    torchrun(2, REPO / "tests" / "workers" / "matrix_worker.py", cora_partitions[2], vip, root, json.dumps(two),
+    ranks(2, REPO / "tests" / "workers" / "matrix_worker.py", cora_partitions[2], vip, root, json.dumps(two),
              env=no_dgl.env)
     no_dgl.assert_sylvie_never_asked(2)
     for name in set(CELLS) - set(two):

@@ -5,7 +5,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from conftest import BIN, run, torchrun
+from conftest import BIN, ranks, run
 
 from sylvie.formats.eval_result import read_eval_result, read_predictions
 
@@ -20,12 +20,12 @@ SAMPLED = ["--mode", "sampled", "--arch", "sage", "--no-self-loop", "--fanouts",
 @pytest.mark.parametrize("regime", ["full", "sampled"])
 def test_partitioned_and_whole_graph_evaluation_agree(regime, cora_dir, cora_partitions, tmp_path):
     part = cora_partitions[4]
-    torchrun(4, "--no-python", "sylvie", "train", "--partition", part, "--out", tmp_path / "run", "--no-progress",
+    ranks(4, "--no-python", "sylvie", "train", "--partition", part, "--out", tmp_path / "run", "--no-progress",
              *(FULL if regime == "full" else SAMPLED))
     model = tmp_path / "run" / "model.pt"
     run([str(BIN / "sylvie"), "evaluate", "--dataset", str(cora_dir), "--model", str(model),
          "--out", str(tmp_path / "whole.json"), "--predictions", str(tmp_path / "whole.npy")])
-    p = torchrun(4, "--no-python", "sylvie", "evaluate", "--partition", part, "--model", model,
+    p = ranks(4, "--no-python", "sylvie", "evaluate", "--partition", part, "--model", model,
                  "--out", tmp_path / "parts.json", "--predictions", tmp_path / "parts.npy")
     assert "partition-parallel, 4 ranks" in p.stdout
     whole, parts = read_predictions(tmp_path / "whole.npy"), read_predictions(tmp_path / "parts.npy")
@@ -36,9 +36,9 @@ def test_partitioned_and_whole_graph_evaluation_agree(regime, cora_dir, cora_par
 
 
 def test_partitioned_evaluation_needs_one_rank_per_part(cora_partitions, tmp_path):
-    torchrun(2, "--no-python", "sylvie", "train", "--partition", cora_partitions[2], "--out", tmp_path / "run",
+    ranks(2, "--no-python", "sylvie", "train", "--partition", cora_partitions[2], "--out", tmp_path / "run",
              "--no-progress", "--epochs", "2")
-    p = torchrun(4, "--no-python", "sylvie", "evaluate", "--partition", cora_partitions[2], "--model",
+    p = ranks(4, "--no-python", "sylvie", "evaluate", "--partition", cora_partitions[2], "--model",
                  tmp_path / "run" / "model.pt", "--out", tmp_path / "eval.json", check=False)
     assert p.returncode != 0 and "has 2 parts but 4 ranks were started" in p.stderr
     assert not (tmp_path / "eval.json").exists()

@@ -3,7 +3,7 @@ import math
 
 import pytest
 import torch
-from conftest import REPO, torchrun
+from conftest import REPO, ranks
 
 from sylvie.comm.staleness import BoundedStalenessAdaptor
 
@@ -11,7 +11,7 @@ from sylvie.comm.staleness import BoundedStalenessAdaptor
 @pytest.mark.slow
 def test_pipelined_epochs_compute_with_what_peers_sent_one_epoch_earlier(cora_partitions, tmp_path):
     out, epochs, bound = tmp_path / "rec", 8, 3
-    torchrun(2, REPO / "tests" / "workers" / "pipeline_worker.py", cora_partitions[2], out, bound, epochs)
+    ranks(2, REPO / "tests" / "workers" / "pipeline_worker.py", cora_partitions[2], out, bound, epochs)
     recs = [torch.load(f"{out}.{r}.pt") for r in (0, 1)]
     modes = recs[0]["modes"]
     assert modes == recs[1]["modes"] == [0, 1, 1, 0, 1, 1, 0, 1]  # sync at 0 and every 3rd epoch

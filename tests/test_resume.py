@@ -5,7 +5,7 @@ import subprocess
 import time
 
 import pytest
-from conftest import BIN, torchrun
+from conftest import BIN, ranks
 
 from sylvie.atomic import read_jsonl
 
@@ -34,13 +34,13 @@ def test_killed_run_resumes_from_last_checkpoint(cora_partitions, tmp_path):
     assert ckpt.exists(), "the run never wrote a checkpoint"
     assert not (out / "model.pt").exists(), "the run finished before it could be killed; nothing was tested"
 
-    resumed = torchrun(2, "--no-python", "sylvie", "train", "--partition", cora_partitions[2], "--out", out, *ARGS)
+    resumed = ranks(2, "--no-python", "sylvie", "train", "--partition", cora_partitions[2], "--out", out, *ARGS)
     assert "resuming from" in resumed.stderr
     records = read_jsonl(out / "metrics.jsonl")
     assert [r["epoch"] for r in records] == list(range(30))
 
     straight = tmp_path / "straight"
-    torchrun(2, "--no-python", "sylvie", "train", "--partition", cora_partitions[2], "--out", straight, *ARGS)
+    ranks(2, "--no-python", "sylvie", "train", "--partition", cora_partitions[2], "--out", straight, *ARGS)
     reference = read_jsonl(straight / "metrics.jsonl")
     for a, b in zip(records, reference):
         assert abs(a["loss"] - b["loss"]) <= 1e-5 * abs(b["loss"]), (a["epoch"], a["loss"], b["loss"])
@@ -49,9 +49,9 @@ def test_killed_run_resumes_from_last_checkpoint(cora_partitions, tmp_path):
 
 def test_changed_settings_start_afresh(cora_partitions, tmp_path):
     out = tmp_path / "run"
-    torchrun(2, "--no-python", "sylvie", "train", "--partition", cora_partitions[2], "--out", out,
+    ranks(2, "--no-python", "sylvie", "train", "--partition", cora_partitions[2], "--out", out,
              "--epochs", "6", "--checkpoint-every", "2", "--no-progress")
-    again = torchrun(2, "--no-python", "sylvie", "train", "--partition", cora_partitions[2], "--out", out,
+    again = ranks(2, "--no-python", "sylvie", "train", "--partition", cora_partitions[2], "--out", out,
                      "--epochs", "6", "--checkpoint-every", "2", "--lr", "0.02", "--no-progress")
     assert "resuming" not in again.stderr
     assert len(read_jsonl(out / "metrics.jsonl")) == 6

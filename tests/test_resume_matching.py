@@ -2,7 +2,7 @@
 import shutil
 
 import pytest
-from conftest import BIN, run, torchrun
+from conftest import BIN, ranks, run
 
 from sylvie.atomic import read_jsonl
 
@@ -10,7 +10,7 @@ pytestmark = pytest.mark.slow
 
 
 def _train(part_dir, out, *args):
-    return torchrun(2, "--no-python", "sylvie", "train", "--partition", part_dir, "--out", out, "--no-progress",
+    return ranks(2, "--no-python", "sylvie", "train", "--partition", part_dir, "--out", out, "--no-progress",
                     "--checkpoint-every", "5", *args)
 
 

@@ -4,7 +4,7 @@ import json
 import shutil
 
 import pytest
-from conftest import BIN, REPO, run, torchrun
+from conftest import BIN, REPO, ranks, run
 
 from sylvie.atomic import read_jsonl
 
@@ -22,7 +22,7 @@ def vip_dir(cora_partitions, tmp_path_factory):
 
 
 def _train(part_dir, out, *args):
-    return torchrun(4, "--no-python", "sylvie", "train", "--partition", part_dir, "--out", out, *SAMPLED, *args)
+    return ranks(4, "--no-python", "sylvie", "train", "--partition", part_dir, "--out", out, *SAMPLED, *args)
 
 
 def test_the_cache_and_the_feature_stores_tiers_change_only_where_rows_come_from(cora_partitions, vip_dir, tmp_path):
@@ -41,7 +41,7 @@ def test_the_cache_and_the_feature_stores_tiers_change_only_where_rows_come_from
     jobs = [{"partition": str(cora_partitions[4]), "out": str(tmp_path / name), "seed": 0, "vip": str(vip_dir),
              **sections, **extra} for name, extra in settings.items()]
     (tmp_path / "jobs.json").write_text(json.dumps(jobs))
-    torchrun(4, REPO / "tests" / "workers" / "runs_worker.py", tmp_path / "jobs.json")
+    ranks(4, REPO / "tests" / "workers" / "runs_worker.py", tmp_path / "jobs.json")
     records = {name: read_jsonl(tmp_path / name / "metrics.jsonl") for name in settings}
     base = records["none"]
     assert base[0]["minibatches"] == 3  # 35 or 36 training vertices per part, 16 per batch
