@@ -37,7 +37,7 @@ def ranks(nproc, *args, **kw):
     return run([sys.executable, str(REPO / "tests" / "forked_ranks.py"), str(nproc), *map(str, args)], **kw)
 
 
-TIERS = ("unit", "slow", "e2e")
+TIERS = ("unit", "slow", "e2e", "claims")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -18,7 +18,7 @@ from conftest import REPO, ranks
 from sylvie.atomic import read_jsonl
 from sylvie.config import as_dict, dataset_options, load_config, resolve_runs
 
-pytestmark = pytest.mark.e2e
+pytestmark = pytest.mark.claims
 
 CONFIG = REPO / "config" / "config.yaml"
 # the runs the claims below compare (every run of the default config but the 1-partition reference, gcn-p1, which
