@@ -8,6 +8,13 @@ class SylvieError(Exception):
     """
 
 
+def one_line(e: BaseException, limit: int = 300) -> str:
+    """An exception's message on one line (a library's may span several), cut at ``limit`` characters: for the
+    parenthesis of a SylvieError that says why a file could not be read."""
+    text = " ".join(str(e).split()) or type(e).__name__
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 # What the system said, in words, and what to do about it, for the refusals a user can fix (errno -> (said, do)).
 _REFUSALS = {
     "EROFS": ("the file system is read-only", "write to another folder, or remount this one read-write"),

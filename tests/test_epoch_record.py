@@ -20,10 +20,10 @@ pytestmark = pytest.mark.unit
 COMMON = dict(loss=1.25, train_acc=0.5, val_acc=None, test_acc=None, epoch_time=0.3, compute_time=0.2,
               comm_time=0.1, hidden_comm_time=0.05, codec_time=0.01, allreduce_time=0.02, sample_time=0.0,
               eval_time=0.0, bits=1, bytes_sent=100, bytes_received=100, fp32_bytes_sent=3200, allreduce_bytes=64)
-FULL = EpochRecord(epoch=3, mode="full", **COMMON,
-                   halo=HaloEpoch(0.08, True, 1, "", 0.5, 0.01, None, PlannedEpoch(5, True, "bound K=5")),
+FULL = EpochRecord(epoch=0, mode="full", **COMMON,
+                   halo=HaloEpoch(0.08, True, 1, "", 0.5, 0.01, None, PlannedEpoch(2, True, "bound K=5")),
                    rank_compute_time=[0.2, 0.3, 0.25, 0.25], rank_wait_time=[0.1, 0.0, 0.05, 0.05])
-SAMPLED = EpochRecord(epoch=0, mode="sampled", **COMMON,
+SAMPLED = EpochRecord(epoch=1, mode="sampled", **COMMON,
                       batches=BatchEpoch(3, 120.5, 300, 40, 21, 40 / 61, 100, 0, 1000, 0.2, 0.01))
 
 
@@ -32,7 +32,7 @@ def test_records_of_both_modes_round_trip(tmp_path):
     assert read_metrics(tmp_path) == [FULL, SAMPLED]
     lines = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert lines[0]["format_version"] == FORMAT_VERSION and lines[0]["mode"] == "full"
-    assert lines[0]["staleness"] == 1 and lines[0]["planned"] == {"epoch": 5, "synchronous": True,
+    assert lines[0]["staleness"] == 1 and lines[0]["planned"] == {"epoch": 2, "synchronous": True,
                                                                   "reason": "bound K=5"}
     assert lines[1]["rows_remote"] == 21 and "staleness" not in lines[1]  # flat, each mode its own fields
 
@@ -77,3 +77,19 @@ def test_other_versions_and_foreign_lines_are_refused_naming_the_line(tmp_path, 
 def test_a_record_holds_the_part_of_its_mode_only():
     with pytest.raises(ValueError, match="halo for full"):
         EpochRecord(epoch=0, mode="sampled", **COMMON, halo=FULL.halo)
+
+
+@pytest.mark.parametrize("epochs, words", [
+    ((0, 1, 1), "line 3: epoch 1 after epoch 1 repeats an epoch"),
+    ((0, 1, 2, 1), "line 4: epoch 1 after epoch 2 repeats an epoch"),
+    ((0, 2), "line 2: epoch 2 after epoch 0 skips epochs"),
+    ((1, 2), "line 1: epoch 1 as the first epoch skips epochs"),
+])
+def test_epochs_that_repeat_go_back_or_skip_are_refused_naming_the_line(tmp_path, epochs, words):
+    """A metrics file holds epochs 0, 1, 2, ... once each: one edited by hand or pieced from two runs is refused
+    with the file and the line, as the report and the cluster benchmark read it."""
+    lines = [json.dumps({**FULL.to_json(), "epoch": e, "planned": {"epoch": e + 2, "synchronous": True,
+                                                                  "reason": ""}}) for e in epochs]
+    (tmp_path / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.raises(SylvieError, match=f"metrics.jsonl: {words} .*rerun `sylvie train`"):
+        read_metrics(tmp_path)

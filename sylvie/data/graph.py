@@ -11,6 +11,7 @@ The directory is written atomically and validated both when written and when rea
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from dataclasses import dataclass, field, replace
@@ -22,7 +23,7 @@ import pyarrow.ipc as ipc
 
 from sylvie.arrow_arrays import as_numpy
 from sylvie.atomic import atomic_path, read_json
-from sylvie.errors import SylvieError
+from sylvie.errors import SylvieError, one_line
 from sylvie.formats.splits import SPLITS
 from sylvie.output_dir import CANONICAL_GRAPH, identify
 
@@ -234,8 +235,11 @@ def _read_arrow(path: Path, columns: dict[str, pa.DataType]) -> pa.Table:
         raise SylvieError(f"{path}: missing; rerun `sylvie download` for this dataset")
     try:
         table = ipc.open_file(pa.memory_map(str(path))).read_all()
-    except (pa.ArrowInvalid, OSError) as e:
-        raise SylvieError(f"{path}: not a readable Arrow file ({e}); rerun `sylvie download`") from e
+        # the sizes of every buffer against the lengths the (possibly damaged) metadata gives, before numpy maps them
+        table.validate(full=True)
+    except (pa.ArrowException, OSError, ValueError, UnicodeDecodeError) as e:
+        raise SylvieError(f"{path}: not a readable Arrow file ({one_line(e)}); the file is damaged: rerun "
+                          f"`sylvie download`") from e
     for name, typ in columns.items():
         if name not in table.column_names:
             raise SylvieError(f"{path}: column '{name}' is missing; rerun `sylvie download`")
@@ -311,10 +315,23 @@ def load_graph(directory: str | Path, features: bool = True) -> Graph:
         **{f"{s}_mask": _column(nodes, s) for s in SPLITS},
         num_classes=int(meta["num_classes"]), info=meta,
     )
-    graph.validate(str(directory / "nodes.arrow"))
-    if features:
-        check_fingerprint(graph, directory)
+    with _written_by_download(directory):
+        if features:  # first: a change anywhere in the files is named as such
+            check_fingerprint(graph, directory)
+        graph.validate(str(directory))
     return graph
+
+
+@contextlib.contextmanager
+def _written_by_download(directory: Path):
+    """A graph read back that fails the checks ``sylvie download`` made before writing it: its files changed since."""
+    try:
+        yield
+    except SylvieError as e:
+        if "rerun `sylvie download`" in str(e):
+            raise
+        raise SylvieError(f"{e}; nodes.arrow or edges.arrow was changed or damaged after `sylvie download` checked and "
+                          f"wrote it: rerun `sylvie download`") from None
 
 
 def read_edges(directory: str | Path) -> tuple[np.ndarray, np.ndarray]:
@@ -333,7 +350,8 @@ def read_features(structure: Graph, directory: str | Path) -> np.ndarray:
     check_unchanged(structure, directory)
     nodes = _read_arrow(directory / "nodes.arrow", {"feat": "fixed_size_list<float32>"})
     features = _column(nodes, "feat").reshape(-1, nodes.schema.field("feat").type.list_size)
-    check_features(features, structure.num_nodes, str(directory / "nodes.arrow"))
+    with _written_by_download(directory):
+        check_features(features, structure.num_nodes, str(directory / "nodes.arrow"))
     return features
 
 

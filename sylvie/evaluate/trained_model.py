@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sylvie.config import section
-from sylvie.errors import SylvieError
+from sylvie.errors import SylvieError, one_line
 from sylvie.formats.model_file import ModelFile
 from sylvie.models import build_model
 
@@ -27,7 +27,7 @@ def model_for_inference(saved: ModelFile, model_path: str | Path, fingerprint: s
         model.load_state_dict(saved.weights)
     except RuntimeError as e:  # what the comparison above does not foresee, in one line
         raise SylvieError(f"{model_path}: its weights do not load into its saved model_cfg "
-                          f"({' '.join(str(e).split())[:300]}); restore it or rerun `sylvie train`") from e
+                          f"({one_line(e)}); restore it or rerun `sylvie train`") from e
     model.eval()
     return model, model_cfg
 

@@ -220,7 +220,21 @@ def read_metrics(path: str | Path, fix: str = _FIX, required: bool = True) -> li
         except ValueError as e:
             raise SylvieError(f"{path}: line {i} is not valid JSON ({e}); the file is damaged or cut short: "
                               f"{fix}") from e
-        records.append(EpochRecord.from_json(obj, f"{path}: line {i}", fix))
+        record = EpochRecord.from_json(obj, f"{path}: line {i}", fix)
+        _check_follows(records, record, f"{path}: line {i}", fix)
+        records.append(record)
     if required and not records:
         raise SylvieError(f"{path}: holds no epochs (the file is empty); {fix}")
     return records
+
+
+def _check_follows(records: list[EpochRecord], record: EpochRecord, where: str, fix: str) -> None:
+    """A metrics file holds epochs 0, 1, 2, ... in order, once each (a resumed run writes the epochs it kept before
+    the new ones): an epoch that repeats, goes back or skips is a file edited by hand or pieced from two runs."""
+    expected = records[-1].epoch + 1 if records else 0
+    if record.epoch == expected:
+        return
+    after = f"after epoch {records[-1].epoch}" if records else "as the first epoch"
+    how = "repeats an epoch" if record.epoch < expected else "skips epochs"  # (the ones before are 0..expected-1)
+    raise SylvieError(f"{where}: epoch {record.epoch} {after} {how} (a metrics file holds epochs 0, 1, 2, ... once "
+                      f"each, in order); the file was edited or pieced from two runs: {fix}")

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sylvie.atomic import atomic_path
-from sylvie.errors import SylvieError, system_said
+from sylvie.errors import SylvieError, one_line, system_said
 
 FORMAT_VERSION = 1
 FILE = "model.pt"
@@ -79,7 +79,7 @@ def load_model(path: str | Path) -> ModelFile:
         raise SylvieError(f"{p}: cannot read the trained model: {system_said(e)[0]}; make it readable to you (or run "
                           f"as its owner) and try again") from None
     except Exception as e:
-        raise SylvieError(f"{p}: not a model written by `sylvie train` ({' '.join(str(e).split())[:300]}); rerun "
+        raise SylvieError(f"{p}: not a model written by `sylvie train` ({one_line(e)}); rerun "
                           f"training") from e
     missing = [k for k in _REQUIRED if k not in content] if isinstance(content, dict) else list(_REQUIRED)
     if missing:  # another torch file: a training checkpoint (checkpoints/last.pt), say

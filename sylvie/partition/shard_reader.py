@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from sylvie.arrow_arrays import as_numpy
-from sylvie.errors import SylvieError
+from sylvie.errors import SylvieError, one_line
 from sylvie.formats.partition_manifest import read_manifest
 from sylvie.partition.shard_format import (
     INT_COLUMNS,
@@ -39,12 +39,24 @@ def _verified_batch(path: Path, expected_sha256: str, what: str, schema: pa.Sche
     buf = _verified_bytes(path, expected_sha256, what)
     try:
         batch = ipc.open_file(buf).get_batch(0)
-    except (pa.ArrowInvalid, OSError, IndexError) as e:
-        raise SylvieError(f"{path}: not a valid {what} ({e}); rerun `sylvie partition`") from e
+        batch.validate(full=True)  # every buffer's size against the lengths the metadata gives
+    except (pa.ArrowException, OSError, IndexError, ValueError, UnicodeDecodeError) as e:
+        raise SylvieError(f"{path}: not a valid {what} ({one_line(e)}); rerun `sylvie partition`") from e
     if not batch.schema.equals(schema):
-        raise SylvieError(f"{path}: schema differs from the {what} format ({batch.schema} vs {schema}); "
+        raise SylvieError(f"{path}: schema differs from the {what} format ({_first_difference(batch.schema, schema)}); "
                           f"rerun `sylvie partition`")
     return batch
+
+
+def _first_difference(found: pa.Schema, expected: pa.Schema) -> str:
+    """The first field in which two schemas differ, in words (one line)."""
+    for i, want in enumerate(expected):
+        if i >= len(found):
+            return f"no field '{want.name}'"
+        got = found.field(i)
+        if not got.equals(want):
+            return one_line(f"field {i} is {got.name!r}: {got.type}, expected {want.name!r}: {want.type}", 200)
+    return f"{len(found)} fields, expected {len(expected)}"
 
 
 def read_shard(part_dir: str | Path, part: int, manifest: dict | None = None) -> Shard:
@@ -88,6 +100,10 @@ def read_topology(part_dir: str | Path, manifest: dict | None = None) -> Topolog
 
 def _check_counts(path: Path, entry: dict, shard: Shard) -> None:
     """The manifest's counts of this part against the shard itself."""
+    owners = shard.halo_owner
+    if owners.size and (owners.min() < 0 or owners.max() >= shard.num_parts):
+        raise SylvieError(f"{path}: a halo row's owner is outside parts 0..{shard.num_parts - 1}; rerun "
+                          f"`sylvie partition`")
     actual = {"inner_nodes": shard.num_inner, "train_nodes": int(shard.train.sum()), "edges": int(shard.edge_src.size),
               "halo_nodes": shard.num_halo,
               "halo_from": np.bincount(shard.halo_owner, minlength=shard.num_parts).astype(int).tolist()}
