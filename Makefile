@@ -54,10 +54,12 @@ slurm-down:
 	workflow/scripts/slurm-local-down.sh
 
 # Lint first, then every tier but the claims, in TEST_WORKERS processes (pytest-xdist; each test module runs whole in
-# one of them, so that its set-up is made once); --durations lists the slowest tests.
+# one of them, so that its set-up is made once, longest modules first: tests/conftest.py's order, which
+# --no-loadscope-reorder keeps instead of xdist's by number of tests); --durations lists the slowest tests.
 TEST_WORKERS ?= 2
 test: lint
-	$(BIN)/python -m pytest -q -rs --durations=12 -n $(TEST_WORKERS) --dist loadscope -m "not claims" tests
+	$(BIN)/python -m pytest -q -rs --durations=12 -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder \
+	  -m "not claims" tests
 
 # The default config's claims (README's accuracy table: its 26 trainings of 200 epochs on 4 ranks, trained as the
 # pipeline trains them; ~6 minutes on 2 cores). CI runs it after make test.

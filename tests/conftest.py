@@ -38,11 +38,27 @@ def ranks(nproc, *args, **kw):
 
 
 TIERS = ("unit", "slow", "e2e", "claims")
+# The longest modules first (wall seconds on 2 cores, 2026-11-28): pytest-xdist hands whole modules to its workers in
+# the order collected, so the last to run are short ones, not one long module on one worker while the other idles;
+# test_slurm last, as its tests wait for the Slurm pipeline the session starts (conftest.slurm_pipeline).
+LONGEST_FIRST = ("test_pipeline.py", "test_failures.py", "test_lowbit.py", "test_sampled_training.py",
+                 "test_without_dgl.py", "test_cluster_bench.py", "test_message_passing.py",
+                 "test_partitioned_evaluation.py", "test_empty_splits.py", "test_bad_input.py",
+                 "test_resume_matching.py", "test_ogb_download.py", "test_sampled_minibatches.py", "test_exactness.py",
+                 "test_damaged_arrow.py", "test_boundary_sampling.py", "test_lowbit_kernels.py", "test_resume.py")
+LAST = ("test_slurm.py",)
+
+
+def _module_order(item) -> int:
+    name = item.path.name
+    return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST) + (name in LAST)
 
 
 def pytest_collection_modifyitems(config, items):
     """Every test carries exactly one tier marker; a test without one (or with two) fails collection. A test marked
-    ``gpu`` as well (besides its tier) is skipped, with the reason, where torch sees no CUDA device."""
+    ``gpu`` as well (besides its tier) is skipped, with the reason, where torch sees no CUDA device. Modules run
+    longest first (``LONGEST_FIRST``), each whole."""
+    items.sort(key=_module_order)  # stable: a module's tests keep their order
     wrong = [f"{item.nodeid} ({', '.join(t for t in TIERS if item.get_closest_marker(t)) or 'none'})"
              for item in items if sum(item.get_closest_marker(t) is not None for t in TIERS) != 1]
     if wrong:
