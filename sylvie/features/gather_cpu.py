@@ -14,7 +14,7 @@ from numba import njit, prange
 _BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
-@njit(parallel=True, nogil=True)
+@njit(parallel=True, nogil=True, cache=True)
 def _gather(table, idx, out):
     """Copies the rows; returns how many indices were out of range (their rows are left as they were)."""
     rows, width = table.shape
@@ -29,7 +29,7 @@ def _gather(table, idx, out):
     return bad
 
 
-@njit(parallel=True, nogil=True)
+@njit(parallel=True, nogil=True, cache=True)
 def _gather_at(table, idx, out, at):
     """``out[at[i]] = table[idx[i]]``; returns how many indices were out of range (of the table or of ``out``)."""
     rows, width = table.shape
