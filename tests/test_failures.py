@@ -222,12 +222,17 @@ def test_a_second_training_on_the_same_directory_fails_at_once(cora_partitions, 
     first = start_launch(cora_partitions[2], out, *FOREVER)
     try:
         wait_for_epochs(out)
+        ranks = rank_pids(out)
+        for pid in ranks.values():  # paused, not stopped, while the second starts: alive and holding the lock,
+            os.kill(pid, signal.SIGSTOP)  # without their epochs taking the 2 cores the second needs
         t0 = time.monotonic()
         second = launch(cora_partitions[2], out, "--epochs", "5")
         assert time.monotonic() - t0 < 60
+        for pid in ranks.values():
+            os.kill(pid, signal.SIGCONT)
         assert second.returncode != 0
         last = second.stderr.strip().splitlines()[-1]
-        assert "another training is writing this run directory" in last and f"pid {rank_pids(out)[0]}" in last
+        assert "another training is writing this run directory" in last and f"pid {ranks[0]}" in last
         assert first.poll() is None  # the first one runs on, untouched
     finally:
         first.kill()
