@@ -8,9 +8,9 @@ class SylvieError(Exception):
     """
 
 
-def one_line(e: BaseException, limit: int = 300) -> str:
-    """An exception's message on one line (a library's may span several), cut at ``limit`` characters: for the
-    parenthesis of a SylvieError that says why a file could not be read."""
+def one_line(e: BaseException | str, limit: int = 300) -> str:
+    """An exception's message (or a text taken from a file) on one line (a library's may span several), cut at
+    ``limit`` characters: for the parenthesis of a SylvieError that says why a file could not be read."""
     text = " ".join(str(e).split()) or type(e).__name__
     return text if len(text) <= limit else text[:limit - 3] + "..."
 

@@ -17,6 +17,7 @@ The ranks write to this process's stdout and stderr. When a rank fails, the othe
 SIGKILL after 10 s) and this process exits 1, naming the rank last; every rank dies with this process.
 """
 import ast
+import contextlib
 import os
 import signal
 import sys
@@ -85,7 +86,7 @@ def _rank_main(argv: list[str], env: dict, read_port: int) -> None:
 
 def _stop(pids: dict[int, int]) -> None:
     for pid in pids:
-        with _ignored(ProcessLookupError):
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + STOP_GRACE_S
     while pids and time.monotonic() < deadline:
@@ -94,20 +95,10 @@ def _stop(pids: dict[int, int]) -> None:
             time.sleep(0.05)
         pids.pop(pid, None)
     for pid in pids:
-        with _ignored(ProcessLookupError):
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-
-
-class _ignored:
-    def __init__(self, *kinds):
-        self.kinds = kinds
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, kind, value, tb):
-        return kind is not None and issubclass(kind, self.kinds)
+        os.waitpid(pid, 0)
+    pids.clear()  # every rank reaped: the caller's wait for the others ends
 
 
 def main(argv: list[str]) -> int:
