@@ -5,7 +5,7 @@ import os
 from snakemake.utils import min_version
 
 from sylvie.config import cli_arguments, dataset_options, load_config, resolve_runs, validate
-from sylvie.data.registry import check_datasets, num_nodes_before_download
+from sylvie.data.registry import check_datasets, given_files, num_nodes_before_download
 from sylvie.launch.torchrun import plan_geometry, slurm_resources
 
 min_version("9.0")

@@ -21,6 +21,22 @@ def _download(args) -> None:
           f"-> {args.out}")
 
 
+def _export(args) -> None:
+    import yaml
+
+    from sylvie.data.export import ExportLayout, export_graph
+
+    layout = ExportLayout(file_format=args.format, gzip=args.gzip, id_prefix=args.id_prefix,
+                          class_names=tuple(args.class_names) if args.class_names else None,
+                          shuffle_seed=args.shuffle, pairs=args.pairs, edge_columns=tuple(args.edge_columns),
+                          node_key=args.node_key, label_column=args.label_column, split_column=args.split_column,
+                          feature_prefix=args.feature_prefix)
+    entry = export_graph(args.dataset, args.out, layout)
+    print(f"wrote {entry['edges']} and {entry['node_table']}; a config reads them back with:")
+    print(yaml.safe_dump({"datasets": {args.name or Path(args.dataset).name: entry}}, sort_keys=False,
+                         default_flow_style=None).rstrip())
+
+
 def _partition(args) -> None:
     from sylvie.config import section_from_args
     from sylvie.partition.quality import format_summary
@@ -103,11 +119,14 @@ def _train(args) -> None:
 
 
 def _evaluate(args) -> None:
+    if not (args.dataset or args.partition):
+        raise SylvieError("sylvie evaluate: give --dataset DIR (whole-graph inference) or --partition DIR "
+                          "(partition-parallel)")
     if args.partition:
         _as_rank()
         from sylvie.evaluate.partitioned import evaluate_partitioned
 
-        r = evaluate_partitioned(args.partition, args.model, args.out, args.predictions)
+        r = evaluate_partitioned(args.partition, args.model, args.out, args.predictions, args.dataset)
     else:
         from sylvie.evaluate import evaluate
 
@@ -194,6 +213,30 @@ def build_parser() -> argparse.ArgumentParser:
     add_section_arguments(d, "dataset")
     d.set_defaults(func=_download)
 
+    x = sub.add_parser("export", help="write a canonical graph as an edge list and a node table (Parquet, Arrow, CSV)",
+                       description="Write the canonical graph DATASET as edges.<ext> and nodes.<ext> in --out, the "
+                                   "files a graph of your own comes in (what `source: files` reads), and print the "
+                                   "datasets: entry that reads them back.")
+    x.add_argument("dataset", help="canonical graph directory written by `sylvie download`")
+    x.add_argument("--out", required=True, help="folder to write edges.<ext> and nodes.<ext> into")
+    x.add_argument("--format", choices=("parquet", "arrow", "csv", "tsv"), default="parquet",
+                   help="file kind (parquet: features as one list column 'feat'; csv, tsv: a column a dimension)")
+    x.add_argument("--gzip", action="store_true", help="csv, tsv: gzip the files (.csv.gz)")
+    x.add_argument("--pairs", action="store_true", help="one row an undirected edge (read back with directed: "
+                                                        "false); default: every stored directed edge")
+    x.add_argument("--id-prefix", metavar="TEXT", help="nodes' ids as strings: TEXT then the node's number, "
+                                                       "zero-padded; default: the numbers")
+    x.add_argument("--class-names", nargs="+", metavar="NAME", help="labels as these names, one a class in order")
+    x.add_argument("--shuffle", type=int, metavar="SEED", help="the node table's rows in a random order (seeded)")
+    x.add_argument("--edge-columns", nargs=2, default=["src", "dst"], metavar=("SRC", "DST"),
+                   help="the edge list's columns (default: src dst)")
+    x.add_argument("--node-key", default="node", help="the node table's id column (default: node)")
+    x.add_argument("--label-column", default="label", help="the label column (default: label)")
+    x.add_argument("--split-column", default="split", help="the split column: train, val, test or empty")
+    x.add_argument("--feature-prefix", default="f", help="csv, tsv: the feature columns' prefix (default: f)")
+    x.add_argument("--name", help="the dataset's name in the printed config (default: DATASET's folder name)")
+    x.set_defaults(func=_export)
+
     pa = sub.add_parser("partition", help="partition a canonical graph into Arrow shards",
                         description="Partition a canonical graph (METIS or random) into one Arrow shard per part "
                                     "plus manifest.json, and print a partition-quality summary.")
@@ -239,13 +282,15 @@ def build_parser() -> argparse.ArgumentParser:
                                    "reference; the whole graph must fit in memory). --partition: partition-parallel "
                                    "inference, one rank per part with fp32 halo exchange per layer, launched like "
                                    "training: sylvie launch --ranks P -- sylvie evaluate --partition DIR ...")
-    where = e.add_mutually_exclusive_group(required=True)
-    where.add_argument("--dataset", help="canonical graph directory: whole-graph inference in this process")
-    where.add_argument("--partition", help="partition directory the model was trained on: one rank per part")
+    e.add_argument("--dataset", help="canonical graph directory: whole-graph inference in this process (with "
+                                     "--partition: only read for the nodes' own ids and class names of --predictions)")
+    e.add_argument("--partition", help="partition directory the model was trained on: one rank per part")
     e.add_argument("--model", required=True, help="model.pt written by `sylvie train`")
     e.add_argument("--out", required=True, help="eval.json to write")
-    e.add_argument("--predictions", metavar="NPY", help="also write every node's predicted class, in the dataset's "
-                                                        "node order, to this .npy file")
+    e.add_argument("--predictions", metavar="FILE", help="also write every node's predicted class, in the dataset's "
+                   "node order: .npy (int64 classes), or .parquet, .csv, .tsv (optionally .gz): a table of node (the "
+                   "node's own id where the dataset has them, else its number) and prediction (the class's name where "
+                   "the labels were names, else its number)")
     e.set_defaults(func=_evaluate)
 
     r = sub.add_parser("report", help="HTML report with plots and a table comparing runs",

@@ -61,7 +61,7 @@ class OutputKind:
 
 
 CANONICAL_GRAPH = OutputKind("canonical graph", "sylvie download", "meta.json", ("format_version", "fingerprint"),
-                             r"nodes\.arrow|edges\.arrow|meta\.json")
+                             r"nodes\.arrow|edges\.arrow|meta\.json|node_keys\.arrow")
 # A run directory is written into, never replaced: what training, evaluation and the emulated cluster put there,
 # and the temporary files of a write that was killed.
 RUN = OutputKind("run directory", "sylvie train", None, (), r"model\.pt|metrics\.jsonl|eval\.json|failed\.json|"

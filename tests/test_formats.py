@@ -11,15 +11,10 @@ import torch
 
 from sylvie.errors import SylvieError
 from sylvie.formats import eval_result, model_file, partition_manifest, vip_file
-from sylvie.formats.eval_result import (
-    EvalResult,
-    read_eval_result,
-    read_predictions,
-    write_eval_result,
-    write_predictions,
-)
+from sylvie.formats.eval_result import EvalResult, read_eval_result, write_eval_result
 from sylvie.formats.model_file import ModelFile, load_model, save_model
 from sylvie.formats.partition_manifest import manifest_checksum, read_manifest, write_manifest
+from sylvie.formats.predictions import read_predictions, write_predictions
 from sylvie.formats.recognise import looks_like
 from sylvie.formats.splits import SPLITS
 from sylvie.formats.vip_file import read_vip, write_vip_analysis

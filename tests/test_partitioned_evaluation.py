@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from conftest import BIN, ranks, run
 
-from sylvie.formats.eval_result import read_eval_result, read_predictions
+from sylvie.formats.eval_result import read_eval_result
+from sylvie.formats.predictions import read_predictions
 
 pytestmark = pytest.mark.slow
 FULL = ["--arch", "gcn", "--epochs", "8"]

@@ -19,8 +19,9 @@ from conftest import BIN
 from no_dgl import NoDGL
 
 from sylvie.atomic import read_jsonl
-from sylvie.formats.eval_result import read_eval_result, read_predictions
+from sylvie.formats.eval_result import read_eval_result
 from sylvie.formats.partition_manifest import read_manifest
+from sylvie.formats.predictions import read_predictions
 
 pytestmark = pytest.mark.slow
 

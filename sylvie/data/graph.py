@@ -5,7 +5,10 @@ On disk a canonical graph is a directory:
     nodes.arrow   Arrow IPC file, one row per node: feat (fixed_size_list<float32>[D]), label (int64,
                   -1 = unlabelled), one bool column per split (``SPLITS``: train, val, test)
     edges.arrow   Arrow IPC file, one row per directed edge src -> dst (int64 node ids)
-    meta.json     name, counts, num_classes, source, fingerprint (sha256 of the arrays)
+    meta.json     name, counts, num_classes, source, fingerprint (sha256 of the arrays); class_names where the
+                  labels were given as names (class i is class_names[i])
+    node_keys.arrow  only for a graph made from a user's files with their own node ids
+                  (``sylvie/formats/node_keys.py``)
 
 The directory is written atomically and validated both when written and when read.
 """
@@ -24,6 +27,7 @@ import pyarrow.ipc as ipc
 from sylvie.arrow_arrays import as_numpy
 from sylvie.atomic import atomic_path, read_json
 from sylvie.errors import SylvieError, one_line
+from sylvie.formats.node_keys import write_node_keys
 from sylvie.formats.splits import SPLITS
 from sylvie.output_dir import CANONICAL_GRAPH, identify
 
@@ -60,6 +64,8 @@ class Graph:
     # (in-degree, out-degree) of every node once :func:`degrees` counted them (kept by dataclasses.replace of
     # anything but the edges)
     counted_degrees: tuple | None = field(default=None, repr=False, compare=False)
+    # the user's id of every node (int64 or large_string, in node order), where the source gives ids of its own
+    node_keys: pa.Array | None = field(default=None, repr=False, compare=False)
 
     @property
     def num_nodes(self) -> int:
@@ -96,6 +102,8 @@ class Graph:
                               f"num_classes")
         if not self.train_mask.any():
             raise SylvieError(f"{where}: field 'train' selects no node; a dataset needs training nodes")
+        if self.node_keys is not None and len(self.node_keys) != n:
+            raise SylvieError(f"{where}: {len(self.node_keys)} node ids for {n} nodes")
 
     def fingerprint(self, edges_hash=None) -> str:
         """sha256 over the arrays' bytes (not the file encoding): identifies the content. ``edges_hash``: the hash of
@@ -226,6 +234,8 @@ def save_graph(graph: Graph, directory: str | Path, source: str, inputs: tuple =
         _write_arrow(tmp / "nodes.arrow", _nodes_table(graph))
         _write_arrow(tmp / "edges.arrow", pa.table({"src": np.asarray(graph.src, dtype=np.int64),
                                                     "dst": np.asarray(graph.dst, dtype=np.int64)}))
+        if graph.node_keys is not None:
+            write_node_keys(tmp, graph.node_keys)
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
     return meta
 

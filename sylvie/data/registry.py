@@ -3,12 +3,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sylvie.data import ogb, planetoid, synthetic
+from sylvie.data import files_source, ogb, planetoid, synthetic
 from sylvie.data.graph import Graph, save_graph
 from sylvie.errors import SylvieError
 from sylvie.output_dir import CANONICAL_GRAPH, check_replaceable
 
-SOURCES = ("planetoid", "ogb", "synthetic")
+SOURCES = ("planetoid", "ogb", "synthetic", "files", "dgl")
+# what a source needs set, besides itself
+_REQUIRED = {"files": ("edges", "node_table"), "dgl": ("graph_file",)}
 
 
 def source_of(name: str, source: str | None = None) -> str:
@@ -43,6 +45,12 @@ def check_dataset(name: str, options) -> str:
         raise SylvieError(f"dataset '{name}': source {source} has no dataset of that name; "
                           f"{_did_you_mean(name, names)}it has "
                           f"{', '.join(names)} (names are case-sensitive)")
+    missing = [k for k in _REQUIRED.get(source, ()) if not getattr(options, k)]
+    if missing:
+        raise SylvieError(f"dataset '{name}': source {source} needs {' and '.join(missing)} (the file or folder to "
+                          f"read); see docs/datasets.md")
+    if source == "files" and options.split_column and options.mask_columns:
+        raise SylvieError(f"dataset '{name}': give the split once: split_column or mask_columns, not both")
     return source
 
 
@@ -66,6 +74,12 @@ def load(name: str, options) -> Graph:
                                         timeout_s=options.timeout)
     if source == "ogb":
         return ogb.load_ogb(name, options.root, mirror=options.mirror, timeout_s=options.timeout)
+    if source == "files":
+        return files_source.load_files(name, options)
+    if source == "dgl":
+        from sylvie.data.dgl_file import load_dgl_file  # DGL only where a dataset is read with it
+
+        return load_dgl_file(name, options)
     return synthetic.generate_from(options, name)
 
 
@@ -77,8 +91,15 @@ NUM_NODES = {"cora": 2_708, "citeseer": 3_327, "pubmed": 19_717, "ogbn-arxiv": 1
 def num_nodes_before_download(name: str, options) -> int:
     """How many nodes dataset ``name`` will have: its published size, or the synthetic generator's setting (the
     pipeline decides from it how to evaluate before the dataset exists)."""
-    if source_of(name, options.source) == "synthetic":
+    source = source_of(name, options.source)
+    if source == "synthetic":
         return int(options.nodes)
+    if source == "files":  # the node table's rows (nodes only the edges name, if added, are few)
+        return files_source.count_nodes(options)
+    if source == "dgl":
+        from sylvie.data.dgl_file import count_nodes
+
+        return count_nodes(options)
     if name not in NUM_NODES:
         raise SylvieError(f"dataset '{name}': its node count is not known before download; set evaluate.mode to "
                           f"whole or partitioned for its runs instead of auto")
@@ -88,7 +109,14 @@ def num_nodes_before_download(name: str, options) -> int:
 def raw_inputs(name: str, options) -> tuple[str, ...]:
     """The folders a dataset is read from (never an output location)."""
     source = source_of(name, options.source)
-    return {"planetoid": (options.raw_dir,), "ogb": (options.root,)}.get(source, ())
+    return {"planetoid": (options.raw_dir,), "ogb": (options.root,), "files": files_source.input_paths(options),
+            "dgl": (options.graph_file,)}.get(source, ())
+
+
+def given_files(name: str, options) -> tuple[str, ...]:
+    """The files a dataset of the user's own (files, dgl) is made from, which must exist before its download stage
+    runs (and rerun it when they change); none for the sources that download or generate."""
+    return raw_inputs(name, options) if source_of(name, options.source) in ("files", "dgl") else ()
 
 
 def download(name: str, out_dir: str | Path, options) -> dict:

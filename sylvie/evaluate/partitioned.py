@@ -3,7 +3,8 @@
 with every layer's halo rows exchanged in fp32 (``RankGraph``, the same pass both trainers validate with),
 predicts its nodes, for full-graph and sampled models alike. Rank 0 collects the labels and predictions of the
 labelled nodes and writes the same ``eval.json`` as whole-graph evaluation; with ``predictions`` it also collects
-every node's class and writes them in the dataset's node order.
+every node's class and writes them in the dataset's node order (with the nodes' own ids and the classes' names where
+the dataset, ``dataset_dir``, has them).
 """
 from __future__ import annotations
 
@@ -12,11 +13,14 @@ from pathlib import Path
 import numpy as np
 import torch.distributed as dist
 
+from sylvie.data.graph import load_meta
+from sylvie.errors import SylvieError
 from sylvie.evaluate.result import check_outputs, write_eval
 from sylvie.evaluate.trained_model import model_for_inference
-from sylvie.formats.eval_result import write_predictions
 from sylvie.formats.model_file import load_model
+from sylvie.formats.node_keys import read_node_keys
 from sylvie.formats.partition_manifest import read_manifest
+from sylvie.formats.predictions import check_predictions_path, write_predictions
 from sylvie.output_dir import check_location
 from sylvie.partition.shard_reader import read_shard
 from sylvie.runtime.process_group import one_rank_per_part
@@ -24,15 +28,17 @@ from sylvie.runtime.rank_graph import RankGraph
 
 
 def evaluate_partitioned(partition_dir: str | Path, model_path: str | Path, out_path: str | Path,
-                         predictions: str | Path | None = None) -> dict | None:
+                         predictions: str | Path | None = None, dataset_dir: str | Path | None = None) -> dict | None:
     """On every rank of a run with one rank per part; rank 0 writes ``out_path`` (and ``predictions``) and returns
     eval.json's content, the other ranks None. Waits on peers are bounded by the run's ``train.timeout``."""
     check_outputs(out_path, predictions, {"--model": model_path, "--partition": partition_dir})
     check_location(out_path, inputs=(partition_dir, model_path), stage="sylvie evaluate")
     if predictions:
+        check_predictions_path(predictions)
         check_location(predictions, inputs=(partition_dir, model_path), stage="sylvie evaluate",
                        flag="--predictions")
     manifest = read_manifest(partition_dir)
+    names = _names(dataset_dir, manifest) if predictions else (None, None)
     saved = load_model(model_path)
     model, model_cfg = model_for_inference(saved, model_path, manifest["dataset_fingerprint"], partition_dir)
     train_cfg = saved.train_cfg
@@ -57,10 +63,22 @@ def evaluate_partitioned(partition_dir: str | Path, model_path: str | Path, out_
                 ids, pred_all = rows.pop("all")  # a shard's global ids are the dataset's node ids
                 in_order = np.empty(manifest["num_nodes"], np.int64)
                 in_order[ids] = pred_all
-                write_predictions(predictions, in_order)
+                write_predictions(predictions, in_order, *names)
             result = write_eval(out_path, manifest["dataset"], saved, rows,
                                 f"partition-parallel, {ctx.world} ranks")
         return result
+
+
+def _names(dataset_dir, manifest) -> tuple:
+    """(node ids, class names) of the dataset the partition was made from, where ``dataset_dir`` is given and has
+    them; checked to be that dataset."""
+    if dataset_dir is None:
+        return None, None
+    meta = load_meta(dataset_dir)
+    if meta["fingerprint"] != manifest["dataset_fingerprint"]:
+        raise SylvieError(f"--dataset {dataset_dir}: not the dataset the partition was made from (its fingerprint "
+                          f"differs from the one in the partition's manifest.json); give that dataset's directory")
+    return read_node_keys(dataset_dir, manifest["num_nodes"]), meta.get("class_names")
 
 
 def _gather_to_rank0(obj, world: int) -> list | None:

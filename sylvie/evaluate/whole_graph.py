@@ -10,8 +10,9 @@ import torch
 from sylvie.data.graph import load_graph
 from sylvie.evaluate.result import check_outputs, write_eval
 from sylvie.evaluate.trained_model import model_for_inference
-from sylvie.formats.eval_result import write_predictions
 from sylvie.formats.model_file import load_model
+from sylvie.formats.node_keys import read_node_keys
+from sylvie.formats.predictions import check_predictions_path, write_predictions
 from sylvie.models.blocks import whole_graph_block
 from sylvie.output_dir import check_location
 
@@ -23,6 +24,7 @@ def evaluate(dataset_dir: str | Path, model_path: str | Path, out_path: str | Pa
     check_outputs(out_path, predictions, {"--model": model_path, "--dataset": dataset_dir})
     check_location(out_path, inputs=(dataset_dir, model_path), stage="sylvie evaluate")
     if predictions:
+        check_predictions_path(predictions)
         check_location(predictions, inputs=(dataset_dir, model_path), stage="sylvie evaluate", flag="--predictions")
     graph = load_graph(dataset_dir)
     saved = load_model(model_path)
@@ -32,5 +34,6 @@ def evaluate(dataset_dir: str | Path, model_path: str | Path, out_path: str | Pa
         pred = model(block, torch.tensor(graph.features)).argmax(1).numpy()
     rows = {s: (np.asarray(graph.labels)[mask], pred[mask]) for s, mask in graph.masks.items()}
     if predictions:
-        write_predictions(predictions, pred)
+        write_predictions(predictions, pred, read_node_keys(dataset_dir, graph.num_nodes),
+                          graph.info.get("class_names"))
     return write_eval(out_path, graph.name, saved, rows, "whole graph, one process")

@@ -1,5 +1,5 @@
-"""What ``sylvie evaluate`` writes: ``eval.json`` (the ``--out``) and, with ``--predictions``, every node's predicted
-class. This module is both files' only writer and reader.
+"""What ``sylvie evaluate`` writes as ``eval.json`` (the ``--out``); this module is its only writer and reader (the
+predictions of ``--predictions``: ``predictions.py``).
 
 ``eval.json``, one JSON object:
 
@@ -13,8 +13,6 @@ class. This module is both files' only writer and reader.
     ...                     the training summary's fields, at the top level: best_epoch, best_val_acc,
                             test_acc_at_best_val, num_parts, setup_bytes and what the trainer adds
 
-The predictions: an int64 ``.npy`` array, one class per node in the dataset's node order (no version of its own).
-
 Version history of eval.json: 1: ``format_version`` recorded. Files written before it have the same fields without
 it (the oldest no ``inference``): they are read as version 1. A file of another version is refused: rerun
 ``sylvie evaluate``.
@@ -26,9 +24,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
-from sylvie.atomic import atomic_path, write_json
+from sylvie.atomic import write_json
 from sylvie.errors import SylvieError
 from sylvie.formats.checked_json import NUMBER, loads_strict, read_text, type_problem
 from sylvie.formats.recognise import looks_like
@@ -109,23 +105,3 @@ def read_eval_result(path: str | Path, fix: str | None = None) -> EvalResult:
                       model=obj["model"], train=obj["train"], comm=obj.get("comm", {}),
                       summary={k: v for k, v in obj.items() if k not in _OWN_KEYS},
                       **{s: obj.get(s) for s in _SAMPLED_SECTIONS})
-
-
-def write_predictions(path: str | Path, pred: np.ndarray) -> None:
-    """Every node's predicted class, in the dataset's node order, as an int64 ``.npy`` file (atomically)."""
-    with atomic_path(path) as tmp, open(tmp, "wb") as f:
-        np.save(f, pred.astype(np.int64, copy=False))
-
-
-def read_predictions(path: str | Path) -> np.ndarray:
-    """The predictions written by ``write_predictions``: one int64 class per node."""
-    path = Path(path)
-    try:
-        pred = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as e:
-        raise SylvieError(f"{path}: not predictions written by `sylvie evaluate --predictions` ({e}); rerun it") \
-            from e
-    if pred.dtype != np.int64 or pred.ndim != 1:
-        raise SylvieError(f"{path}: {pred.dtype} array of shape {pred.shape}, not the int64 class of every node "
-                          f"that `sylvie evaluate --predictions` writes; rerun it")
-    return pred

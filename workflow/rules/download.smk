@@ -1,4 +1,7 @@
 rule download:
+    input:
+        # a graph of the user's own: its files (an edited file reruns the stage); none for downloaded sources
+        lambda wc: given_files(wc.dataset, dataset_options(config, wc.dataset)),
     output:
         directory("data/datasets/{dataset}"),
     params:

@@ -1,0 +1,83 @@
+"""``source: dgl``: a graph saved by ``dgl.save_graphs``, its node data holding features, labels and (optionally) the
+split. Read with DGL, in the download stage only (no later stage needs DGL); where DGL is not installed, the error
+says how to install it."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from sylvie.data.graph import Graph
+from sylvie.data.node_table import check_split
+from sylvie.data.own_graph import own_graph
+from sylvie.errors import SylvieError, one_line
+from sylvie.formats.splits import SPLITS
+
+DEFAULT_MASKS = ("train_mask", "val_mask", "test_mask")
+INSTALL = "pip install dgl==1.1.3 (the CPU build is enough)"
+
+
+def _load_graphs(path: Path):
+    try:
+        import dgl
+    except ImportError:
+        raise SylvieError(f"{path}: source dgl reads the file with DGL, which is not installed here: {INSTALL}, then "
+                          f"rerun; or save the graph as Parquet files and use source: files") from None
+    if not path.is_file():
+        raise SylvieError(f"{path}: graph_file: no such file")
+    try:
+        graphs, _ = dgl.load_graphs(str(path))
+    except Exception as e:  # DGL raises DGLError, its C API errors and pickling errors for a file it cannot read
+        raise SylvieError(f"{path}: not a graph file written by dgl.save_graphs ({one_line(e)})") from None
+    if not graphs:
+        raise SylvieError(f"{path}: the file holds no graph")
+    return graphs[0]
+
+
+def count_nodes(options) -> int:
+    """The nodes of the graph in ``options.graph_file`` (read with DGL)."""
+    return int(_load_graphs(Path(options.graph_file)).num_nodes())
+
+
+def _ndata(g, name: str, path: Path) -> np.ndarray:
+    if name not in g.ndata:
+        raise SylvieError(f"{path}: the graph has no node data '{name}' (it has {', '.join(sorted(g.ndata)) or 'none'});"
+                          f" name it in the config")
+    return g.ndata[name].detach().cpu().numpy()
+
+
+def load_dgl_file(name: str, options) -> Graph:
+    """The canonical graph of the first graph in ``options.graph_file``."""
+    if not options.graph_file:
+        raise SylvieError("datasets: source dgl needs graph_file, a file written by dgl.save_graphs")
+    path = Path(options.graph_file)
+    g = _load_graphs(path)
+    n = int(g.num_nodes())
+    parts = [_ndata(g, c, path).reshape(n, -1) for c in options.feature_columns]
+    with np.errstate(over="ignore"):
+        features = np.ascontiguousarray(np.concatenate(parts, axis=1), dtype=np.float32)
+    bad = ~np.isfinite(features).all(axis=1)
+    if bad.any():
+        raise SylvieError(f"{path}: node data {', '.join(options.feature_columns)}: node {int(np.flatnonzero(bad)[0])} "
+                          f"has a NaN, infinite or beyond-float32 feature ({int(bad.sum())} such nodes)")
+    labels = _labels(_ndata(g, options.label_column, path).reshape(-1), options.label_column, path)
+    names = list(options.mask_columns or (DEFAULT_MASKS if all(m in g.ndata for m in DEFAULT_MASKS) else ()))
+    masks = {s: _ndata(g, m, path).reshape(-1).astype(bool) for s, m in zip(SPLITS, names, strict=False)} \
+        if names else None
+    if masks is not None:
+        check_split(masks, labels, lambda r: f"{path}, node {r}", options.label_column, names)
+    src, dst = (t.numpy().astype(np.int64) for t in g.edges())
+    return own_graph(name, src=src, dst=dst, features=features, labels=labels, class_names=None, masks=masks,
+                     num_added=0, options=options, info={"graph_file": str(path)})
+
+
+def _labels(values: np.ndarray, column: str, path: Path) -> np.ndarray:
+    """int64 labels: integers from 0; -1 (integer tensors) or NaN (float tensors) for an unlabelled node."""
+    values = values.astype(np.float64)
+    unlabelled = np.isnan(values) | (values == -1)
+    bad = ~unlabelled & ((values < 0) | (values != np.floor(values)))
+    if bad.any():
+        r = int(np.flatnonzero(bad)[0])
+        raise SylvieError(f"{path}: node data '{column}': node {r} has label {values[r]:g}, out of range "
+                          f"({int(bad.sum())} such nodes); labels are integers from 0, -1 or NaN for none")
+    return np.where(unlabelled, -1, values).astype(np.int64)

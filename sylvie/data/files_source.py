@@ -1,0 +1,38 @@
+"""``source: files``: a graph given as an edge list and a node table in Parquet, Arrow/Feather, CSV/TSV or .npy
+files (``table_files``), read in chunks into the canonical graph every other source produces."""
+from __future__ import annotations
+
+import pyarrow as pa
+
+from sylvie.data.edge_files import read_edge_rows
+from sylvie.data.graph import Graph
+from sylvie.data.node_table import TABLE_KINDS, read_node_table
+from sylvie.data.own_graph import own_graph
+from sylvie.data.table_files import chunks, column_names, files_of, num_rows
+
+
+def load_files(name: str, options) -> Graph:
+    """The canonical graph of dataset ``name`` from the files its options name."""
+    nodes = read_node_table(options)
+    edges = read_edge_rows(options, nodes.keys, nodes.num_nodes)
+    keys = nodes.keys
+    if keys is not None and edges.added is not None:
+        keys = pa.concat_arrays([keys, edges.added.cast(keys.type)])
+    return own_graph(name, src=edges.src, dst=edges.dst, features=nodes.features, labels=nodes.labels,
+                     class_names=nodes.class_names, masks=nodes.masks, num_added=edges.num_added, options=options,
+                     node_keys=keys, info={"edges": str(options.edges), "node_table": str(options.node_table)})
+
+
+def input_paths(options) -> tuple[str, ...]:
+    """The files and folders the dataset is read from."""
+    return tuple(p for p in (options.edges, options.node_table, options.features_file) if p)
+
+
+def count_nodes(options) -> int:
+    """The node table's rows (from Parquet's or Arrow's metadata; a CSV is counted), before the graph is built."""
+    files, kind = files_of(options.node_table, "node_table", TABLE_KINDS)
+    known = num_rows(files, kind)
+    if known is not None:
+        return known
+    first = column_names(files[0], kind)[:1]
+    return sum(c.batch.num_rows for c in chunks(files, kind, first, "node_table"))

@@ -1,0 +1,293 @@
+"""A user's node table (a row a node) read into what a canonical graph needs of its nodes: their ids, features,
+labels and split. Read in chunks (``table_files``): what is kept of a chunk is the converted columns, never the
+text. Every error names the file, the column and the first bad row."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sylvie.data.table_files import Chunk, chunks, column_names, files_of, match_columns, num_rows, read_npy, \
+    row_name
+from sylvie.errors import SylvieError
+from sylvie.formats.splits import SPLITS
+
+TABLE_KINDS = ("parquet", "arrow", "csv", "tsv")
+SPLIT_NAMES = {"train": 0, "val": 1, "valid": 1, "validation": 1, "test": 2}
+
+
+@dataclass(frozen=True)
+class NodeTable:
+    """The nodes of a user's graph, in the table's row order."""
+
+    keys: pa.Array | None  # each node's own id (int64 or large_string), where the table has a key column
+    features: np.ndarray  # float32, a row a node
+    labels: np.ndarray  # int64, -1: unlabelled
+    class_names: list[str] | None  # the classes' names where the labels were strings (class i is class_names[i])
+    masks: dict[str, np.ndarray] | None  # split -> bool mask; None: the table gives no split
+
+    @property
+    def num_nodes(self) -> int:
+        return int(self.labels.shape[0])
+
+
+class _Rows:
+    """Where each row of a table read chunk by chunk came from, to name a bad row by file and line."""
+
+    def __init__(self):
+        self.starts, self.chunks = [], []
+        self.total = 0
+
+    def add(self, chunk: Chunk) -> None:
+        self.starts.append(self.total)
+        self.chunks.append(chunk)
+        self.total += chunk.batch.num_rows
+
+    def name(self, row: int) -> str:
+        i = int(np.searchsorted(self.starts, row, side="right")) - 1
+        return row_name(self.chunks[i], row - self.starts[i])
+
+
+def read_node_table(options) -> NodeTable:
+    """The node table of a ``source: files`` dataset (its typed options)."""
+    if not options.node_table:
+        raise SylvieError("datasets: source files needs node_table, the node table's file or folder (a row a node: "
+                          "features, label, split)")
+    files, kind = files_of(options.node_table, "node_table", TABLE_KINDS)
+    names = column_names(files[0], kind)
+    what = "node_table"
+    features_file = options.features_file
+    feature_columns = [] if features_file else match_columns(files[0], names, list(options.feature_columns), what)
+    split_columns = [options.split_column] if options.split_column else list(options.mask_columns or [])
+    wanted = [c for c in ([options.node_key] if options.node_key else []) + feature_columns + [options.label_column]
+              + split_columns]
+    match_columns(files[0], names, wanted, what)
+    rows, total = _Rows(), num_rows(files, kind)
+    features = _FeatureRows(feature_columns, total)
+    kept = {c: [] for c in {options.node_key, options.label_column, *split_columns} - {None}}
+    for chunk in chunks(files, kind, list(dict.fromkeys(wanted)), what):
+        rows.add(chunk)
+        if not features_file:
+            features.add(chunk)
+        for c in kept:
+            kept[c].append(chunk.batch.column(c))
+    column = {c: pa.chunked_array(v, type=v[0].type if v else None) for c, v in kept.items()}
+    n = rows.total
+    if n == 0:
+        raise SylvieError(f"{options.node_table}: node_table: the table has no rows; a graph needs nodes")
+    if features_file:
+        matrix = _features_from_npy(features_file, n, options.node_table)
+    else:
+        matrix = features.matrix()
+    labels, class_names = _labels(column[options.label_column], options.label_column, rows)
+    keys = _keys(column[options.node_key], options.node_key, rows) if options.node_key else None
+    if options.split_column:
+        masks = _split_of_column(column[options.split_column], options.split_column, rows)
+    elif options.mask_columns:
+        masks = {s: _mask(column[c], c, rows) for s, c in zip(SPLITS, options.mask_columns, strict=True)}
+    else:
+        masks = None
+    if masks is not None:
+        check_split(masks, labels, rows.name, options.label_column, split_columns)
+    return NodeTable(keys=keys, features=matrix, labels=labels, class_names=class_names, masks=masks)
+
+
+class _FeatureRows:
+    """The feature matrix, gathered chunk by chunk: from one list column, or from numeric columns (a dimension
+    each). Preallocated where the table's row count is known from its metadata."""
+
+    def __init__(self, columns: list[str], total: int | None):
+        self.columns, self.total = columns, total
+        self.parts, self.out, self.filled = [], None, 0
+
+    def add(self, chunk: Chunk) -> None:
+        block = self._convert(chunk)
+        bad = ~np.isfinite(block).all(axis=1)
+        if bad.any():
+            r = int(np.flatnonzero(bad)[0])
+            col = self.columns[0] if len(self.columns) == 1 else \
+                self.columns[int(np.flatnonzero(~np.isfinite(block[r]))[0])]
+            raise SylvieError(f"{row_name(chunk, r)}: column '{col}': a feature is NaN, infinite, empty or beyond "
+                              f"float32's range ({int(bad.sum())} such rows in this chunk); clean the features or "
+                              f"drop those nodes")
+        if self.total is not None:
+            if self.out is None:
+                self.out = np.empty((self.total, block.shape[1]), np.float32)
+            self.out[self.filled:self.filled + block.shape[0]] = block
+        else:
+            self.parts.append(block)
+        self.filled += block.shape[0]
+
+    def _convert(self, chunk: Chunk) -> np.ndarray:
+        batch = chunk.batch
+        if len(self.columns) == 1 and _is_list(batch.schema.field(self.columns[0]).type):
+            col = batch.column(self.columns[0])
+            lengths = pc.list_value_length(col).to_numpy(zero_copy_only=False)
+            d = int(lengths[0]) if len(lengths) else 0
+            odd = np.flatnonzero(np.isnan(lengths.astype(np.float64)) | (lengths != d))
+            if odd.size:
+                raise SylvieError(f"{row_name(chunk, int(odd[0]))}: column '{self.columns[0]}': a list of "
+                                  f"{lengths[odd[0]]} features where the first row has {d}; every node needs as many")
+            values = col.flatten() if pa.types.is_fixed_size_list(col.type) else pc.list_flatten(col)
+            return _floats(values, chunk, self.columns[0]).reshape(-1, d)
+        block = np.empty((batch.num_rows, len(self.columns)), np.float32)
+        for j, name in enumerate(self.columns):
+            block[:, j] = _floats(batch.column(name), chunk, name)
+        return block
+
+    def matrix(self) -> np.ndarray:
+        return self.out if self.out is not None else np.concatenate(self.parts)
+
+
+def _is_list(t: pa.DataType) -> bool:
+    return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+
+
+def _floats(values: pa.Array, chunk: Chunk, name: str) -> np.ndarray:
+    """A numeric column as float32 (nulls NaN, caught as such by the caller); a text column is an error."""
+    if not (pa.types.is_integer(values.type) or pa.types.is_floating(values.type) or pa.types.is_boolean(values.type)
+            or pa.types.is_null(values.type)):
+        raise SylvieError(f"{chunk.path}: column '{name}' holds {values.type}, not numbers; features must be numeric")
+    with np.errstate(over="ignore"):  # a float64 beyond float32's range becomes inf: caught as non-finite
+        return values.to_numpy(zero_copy_only=False).astype(np.float32)
+
+
+def _features_from_npy(path, n: int, table) -> np.ndarray:
+    arr = read_npy(path, "features_file")
+    if arr.ndim != 2 or arr.dtype not in (np.float16, np.float32, np.float64):
+        raise SylvieError(f"{path}: features_file: a {arr.dtype} array of shape {arr.shape}, not an N x D matrix of "
+                          f"float16, float32 or float64")
+    if arr.shape[0] != n:
+        raise SylvieError(f"{path}: features_file has {arr.shape[0]} rows but the node table {table} has {n}; the "
+                          f"columns differ in length: give a row a node, in the table's order")
+    out = np.empty(arr.shape, np.float32)
+    step = max(1, (64 << 20) // max(1, arr.shape[1] * 4))
+    for start in range(0, arr.shape[0], step):
+        with np.errstate(over="ignore"):
+            out[start:start + step] = arr[start:start + step]
+        bad = ~np.isfinite(out[start:start + step]).all(axis=1)
+        if bad.any():
+            raise SylvieError(f"{path}, row {start + int(np.flatnonzero(bad)[0])}: features_file: a feature is NaN, "
+                              f"infinite or beyond float32's range; clean the features or drop those nodes")
+    return out
+
+
+def _first_bad(mask: np.ndarray) -> int:
+    return int(np.flatnonzero(mask)[0])
+
+
+def _labels(col: pa.ChunkedArray, name: str, rows: _Rows) -> tuple[np.ndarray, list[str] | None]:
+    """int64 labels (-1: unlabelled) and, for text labels, the class names in sorted order."""
+    t = col.type
+    if pa.types.is_dictionary(t):
+        col, t = col.cast(t.value_type), t.value_type
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        names = pc.unique(col.drop_null()).to_pylist()
+        names.sort()
+        index = pc.index_in(col, value_set=pa.array(names, type=t))
+        return _filled(index), names
+    if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_null(t)):
+        raise SylvieError(f"{rows.chunks[0].path if rows.chunks else ''}: column '{name}' holds {t}; labels are "
+                          f"integers from 0 or class names")
+    values = col.to_numpy(zero_copy_only=False).astype(np.float64)  # nulls are NaN: unlabelled
+    labelled = ~np.isnan(values)
+    bad = labelled & ((values < 0) | (values != np.floor(values)))
+    if bad.any():
+        r = _first_bad(bad)
+        raise SylvieError(f"{rows.name(r)}: column '{name}': label {values[r]:g} is out of range ({int(bad.sum())} "
+                          f"such rows); labels are integers from 0, and an unlabelled node's is empty")
+    return np.where(labelled, values, -1).astype(np.int64), None
+
+
+def _filled(index) -> np.ndarray:
+    """An Arrow integer array with nulls as an int64 array with -1 for them."""
+    return pc.fill_null(index, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def _keys(col: pa.ChunkedArray, name: str, rows: _Rows) -> pa.Array:
+    """The node ids, int64 or large_string, each once."""
+    t = col.type
+    if pa.types.is_dictionary(t):
+        col, t = col.cast(t.value_type), t.value_type
+    if pa.types.is_integer(t):
+        keys = col.cast(pa.int64()).combine_chunks()
+    elif pa.types.is_string(t) or pa.types.is_large_string(t):
+        keys = col.cast(pa.large_string()).combine_chunks()
+    else:
+        raise SylvieError(f"{rows.chunks[0].path}: column '{name}' holds {t}; node ids are integers or strings")
+    if keys.null_count:
+        r = _first_bad(keys.is_null().to_numpy(zero_copy_only=False))
+        raise SylvieError(f"{rows.name(r)}: column '{name}': a node without an id; every node needs one")
+    first = _filled(pc.index_in(keys, value_set=keys))
+    dup = first != np.arange(len(keys))
+    if dup.any():
+        r = _first_bad(dup)
+        raise SylvieError(f"{rows.name(r)}: column '{name}': node id {keys[r].as_py()!r} appears again (first at "
+                          f"{rows.name(int(first[r]))}; {int(dup.sum())} repeated ids); every node's id must be "
+                          f"unique")
+    return keys
+
+
+def _split_of_column(col: pa.ChunkedArray, name: str, rows: _Rows) -> dict[str, np.ndarray]:
+    t = col.type
+    if pa.types.is_dictionary(t):
+        col, t = col.cast(t.value_type), t.value_type
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        lowered = pc.utf8_lower(col)
+        known = pa.array(list(SPLIT_NAMES), type=lowered.type)
+        index = _filled(pc.index_in(lowered, value_set=known))
+        bad = (index < 0) & ~col.is_null().to_numpy(zero_copy_only=False)
+        if bad.any():
+            r = _first_bad(bad)
+            raise SylvieError(f"{rows.name(r)}: column '{name}': split {pc.take(col, [r])[0].as_py()!r} is not train, "
+                              f"val (valid, validation) or test; leave it empty for a node in no split")
+        code = np.where(index < 0, -1, np.array(list(SPLIT_NAMES.values()))[np.maximum(index, 0)])
+    elif pa.types.is_integer(t):
+        code = _filled(col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col)
+        bad = (code < -1) | (code > 2)
+        if bad.any():
+            r = _first_bad(bad)
+            raise SylvieError(f"{rows.name(r)}: column '{name}': split {int(code[r])} is not 0 (train), 1 (val), 2 "
+                              f"(test) or -1 (none)")
+    else:
+        raise SylvieError(f"{rows.chunks[0].path}: column '{name}' holds {t}; a split column holds train, val, test "
+                          f"(or 0, 1, 2)")
+    return {s: code == i for i, s in enumerate(SPLITS)}
+
+
+def _mask(col: pa.ChunkedArray, name: str, rows: _Rows) -> np.ndarray:
+    t = col.type
+    if not (pa.types.is_boolean(t) or pa.types.is_integer(t)):
+        raise SylvieError(f"{rows.chunks[0].path}: column '{name}' holds {t}; a mask column is boolean (or 0 and 1)")
+    values = pc.fill_null(col, False if pa.types.is_boolean(t) else 0).to_numpy(zero_copy_only=False)
+    if not pa.types.is_boolean(t):
+        bad = (values != 0) & (values != 1)
+        if bad.any():
+            r = _first_bad(bad)
+            raise SylvieError(f"{rows.name(r)}: column '{name}': {int(values[r])} is not a mask value (true/false, "
+                              f"1/0)")
+    return values.astype(bool)
+
+
+def check_split(masks: dict[str, np.ndarray], labels: np.ndarray, name_row, label_column: str,
+                columns: list[str]) -> None:
+    """Every split has a node, no node is in two, and every node of a split has a label; else a SylvieError naming
+    the column (``columns``: the split column, or the train, val and test mask columns) and the first bad row."""
+    where = dict(zip(SPLITS, columns * 3 if len(columns) == 1 else columns, strict=False))
+    for s, m in masks.items():
+        if not m.any():
+            raise SylvieError(f"column '{where[s]}': split '{s}' is empty (no node in it); every split needs nodes, "
+                              f"or leave the split out of the config for a random one")
+    count = sum(m.astype(np.int8) for m in masks.values())
+    if (count > 1).any():
+        r = _first_bad(count > 1)
+        raise SylvieError(f"{name_row(r)}: columns {', '.join(dict.fromkeys(columns))}: the node is in more than one "
+                          f"split")
+    unlabelled = (count > 0) & (labels < 0)
+    if unlabelled.any():
+        r = _first_bad(unlabelled)
+        s = next(s for s, m in masks.items() if m[r])
+        raise SylvieError(f"{name_row(r)}: column '{label_column}': the node is in split '{s}' but has no label "
+                          f"({int(unlabelled.sum())} such nodes); label it or take it out of the split")

@@ -1,0 +1,79 @@
+"""A graph of the user's own (``source: files`` or ``dgl``) in canonical form: its edges made undirected or kept
+directed, self-loops and repeated edges dropped; nodes only the edges name given zero features and no label; the
+labelled nodes split at random where the user gave no split."""
+from __future__ import annotations
+
+import numpy as np
+
+from sylvie.data.graph import Graph, edges_of_keys, undirected_keys
+from sylvie.data.synthetic import split_masks
+from sylvie.errors import SylvieError
+from sylvie.formats.splits import SPLITS
+
+
+def canonical_edges(src: np.ndarray, dst: np.ndarray, num_nodes: int, directed: bool) -> tuple[np.ndarray,
+                                                                                                  np.ndarray, dict]:
+    """(src, dst, what was done). Undirected: both directions of every edge, once, sorted (``undirected_keys``, as
+    the OGB loader symmetrises). Directed: the edges in their order, each first occurrence kept, self-loops
+    dropped."""
+    m = src.shape[0]
+    loops = int(np.count_nonzero(src == dst))
+    if not directed:
+        src, dst = edges_of_keys(undirected_keys(src, dst, num_nodes), num_nodes)
+        return src, dst, {"symmetrized": True, "self_loops_removed": loops}
+    keys = src * num_nodes
+    keys += dst
+    keys[src == dst] = -1
+    order = np.argsort(keys, kind="stable")
+    ranked = keys[order]
+    first = np.empty(m, dtype=bool)
+    first[:1] = True
+    np.not_equal(ranked[1:], ranked[:-1], out=first[1:])
+    first &= ranked >= 0
+    keep = np.sort(order[first])
+    del keys, order, ranked, first
+    return src[keep], dst[keep], {"symmetrized": False, "self_loops_removed": loops,
+                                  "duplicates_removed": int(m - loops - keep.shape[0])}
+
+
+def random_split(labels: np.ndarray, train_fraction: float, val_fraction: float, seed: int) -> dict[str, np.ndarray]:
+    """Masks of a seeded random split of the labelled nodes: ``train_fraction`` of them train, ``val_fraction``
+    validate, the rest test."""
+    if train_fraction + val_fraction > 1:
+        raise SylvieError(f"train_fraction {train_fraction:g} + val_fraction {val_fraction:g} exceed 1; the rest of "
+                          f"the labelled nodes is the test split")
+    labelled = np.flatnonzero(labels >= 0)
+    parts = split_masks(np.random.default_rng(seed), labelled.shape[0], train_fraction, val_fraction)
+    masks = {}
+    for s, part in zip(SPLITS, parts, strict=True):
+        masks[s] = np.zeros(labels.shape[0], dtype=bool)
+        masks[s][labelled[part]] = True
+        if not masks[s].any():
+            raise SylvieError(f"the random split leaves split '{s}' empty ({labelled.shape[0]} labelled nodes, "
+                              f"train_fraction {train_fraction:g}, val_fraction {val_fraction:g}); change the "
+                              f"fractions or give the split (split_column or mask_columns)")
+    return masks
+
+
+def own_graph(name: str, *, src, dst, features, labels, class_names, masks, num_added: int, options,
+              node_keys=None, info: dict | None = None) -> Graph:
+    """The canonical graph of a user's nodes (``num_added`` more named only by edges, numbered after them) and
+    edges."""
+    n_table = features.shape[0]
+    if num_added:
+        features = np.concatenate([features, np.zeros((num_added, features.shape[1]), np.float32)])
+        labels = np.concatenate([labels, np.full(num_added, -1, np.int64)])
+        if masks is not None:
+            masks = {s: np.concatenate([m, np.zeros(num_added, bool)]) for s, m in masks.items()}
+    n = n_table + num_added
+    if not (labels >= 0).any():
+        raise SylvieError(f"no node has a label (column '{options.label_column}'); node classification needs "
+                          f"labelled nodes")
+    if masks is None:
+        masks = random_split(labels, options.train_fraction, options.val_fraction, options.seed)
+    src, dst, done = canonical_edges(src, dst, n, options.directed)
+    num_classes = len(class_names) if class_names is not None else int(labels.max()) + 1
+    extra = {"class_names": class_names} if class_names is not None else {}
+    return Graph(name=name, src=src, dst=dst, features=features, labels=labels,
+                 train_mask=masks["train"], val_mask=masks["val"], test_mask=masks["test"], num_classes=num_classes,
+                 info={**(info or {}), **done, "unknown_nodes_added": int(num_added), **extra}, node_keys=node_keys)

@@ -1,0 +1,183 @@
+"""Tables given as files the way data engineers hold them, read in chunks: Parquet, Arrow IPC/Feather, CSV or TSV
+(optionally gzip), and ``.npy`` arrays. A path is one file or a folder of files of one kind (Spark's part files), read
+in name order as one table. Nothing here holds more than one chunk of a file at a time; callers keep what they need
+of each chunk (a column, converted) and let the rest go.
+
+Every error names the file and, where it applies, the column and the first bad row (:func:`row_name`).
+"""
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.dataset as pads
+import pyarrow.ipc as ipc
+import pyarrow.parquet as pq
+
+from sylvie.errors import SylvieError, one_line
+
+KINDS = {".parquet": "parquet", ".pq": "parquet", ".arrow": "arrow", ".feather": "arrow", ".ipc": "arrow",
+         ".csv": "csv", ".tsv": "tsv", ".npy": "npy"}
+_DELIMITER = {"csv": ",", "tsv": "\t"}
+_BLOCK_BYTES = 16 << 20  # CSV text per chunk
+_BATCH_ROWS = 1 << 20  # Parquet and Arrow rows per chunk
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """Rows ``first``.. of ``path`` (0-based, not counting a CSV header)."""
+
+    path: Path
+    first: int
+    batch: pa.RecordBatch
+
+
+def file_kind(path: Path, what: str) -> str:
+    """The kind of ``path`` by its name (a trailing ``.gz`` allowed for CSV and TSV), else a SylvieError."""
+    suffixes = [s.lower() for s in path.suffixes]
+    if suffixes[-1:] == [".gz"] and suffixes[-2:-1] in ([".csv"], [".tsv"]):
+        return KINDS[suffixes[-2]]
+    kind = KINDS.get(suffixes[-1] if suffixes else "")
+    if kind is None:
+        raise SylvieError(f"{path}: {what}: unknown file kind '{''.join(path.suffixes) or '(no extension)'}'; give "
+                          f"Parquet (.parquet, .pq), Arrow/Feather (.arrow, .feather, .ipc), CSV or TSV (.csv, .tsv, "
+                          f"either optionally .gz) or .npy")
+    return kind
+
+
+def files_of(path: str | Path, what: str, kinds: tuple[str, ...]) -> tuple[list[Path], str]:
+    """The files of ``path`` (itself, or a folder's files in name order, hidden files and Spark's ``_SUCCESS``
+    markers skipped) and their one kind, which must be among ``kinds``."""
+    path = Path(path)
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith((".", "_")))
+        if not files:
+            raise SylvieError(f"{path}: {what}: the folder holds no files")
+    elif path.is_file():
+        files = [path]
+    else:
+        raise SylvieError(f"{path}: {what}: no such file or folder; check the path (relative paths are from the "
+                          f"directory the command runs in)")
+    found = {file_kind(f, what) for f in files}
+    if len(found) > 1:
+        raise SylvieError(f"{path}: {what}: the folder mixes file kinds ({', '.join(sorted(found))}); keep one kind")
+    kind = found.pop()
+    if kind not in kinds:
+        raise SylvieError(f"{files[0]}: {what}: a {kind} file cannot hold this table; give "
+                          f"{' or '.join(sorted(set(kinds)))}")
+    return files, kind
+
+
+def row_name(chunk_or_path, row: int) -> str:
+    """``file, line L`` (CSV and TSV: the header is line 1) or ``file, row R`` (0-based) of row ``row`` of a file."""
+    path = chunk_or_path.path if isinstance(chunk_or_path, Chunk) else Path(chunk_or_path)
+    if isinstance(chunk_or_path, Chunk):
+        row += chunk_or_path.first
+    if file_kind(path, "") in _DELIMITER:
+        return f"{path}, line {row + 2}"
+    return f"{path}, row {row}"
+
+
+def _csv_header(path: Path, kind: str) -> list[str]:
+    with pacsv.open_csv(pa.input_stream(str(path), compression="detect"),
+                        read_options=pacsv.ReadOptions(block_size=1 << 16),
+                        parse_options=pacsv.ParseOptions(delimiter=_DELIMITER[kind]),
+                        convert_options=pacsv.ConvertOptions(column_types={})) as reader:
+        return reader.schema.names
+
+
+def column_names(path: Path, kind: str) -> list[str]:
+    """The columns of one file, in its order (a CSV's header)."""
+    try:
+        if kind == "parquet":
+            return pq.ParquetFile(path).schema_arrow.names
+        if kind == "arrow":
+            return _arrow_schema(path).names
+        return _csv_header(path, kind)
+    except (pa.ArrowException, OSError, ValueError) as e:
+        raise SylvieError(f"{path}: not a readable {kind} file ({one_line(e)})") from None
+
+
+def _arrow_schema(path: Path) -> pa.Schema:
+    try:
+        return ipc.open_file(pa.memory_map(str(path))).schema
+    except pa.ArrowInvalid:  # the streaming format
+        return ipc.open_stream(pa.memory_map(str(path))).schema
+
+
+def match_columns(path: Path, names: list[str], wanted: list[str], what: str) -> list[str]:
+    """The columns of ``names`` that ``wanted`` names, globs (``f*``) expanded in the file's order; a missing one is
+    a SylvieError naming the file and the columns it has."""
+    out = []
+    for w in wanted:
+        hits = [n for n in names if fnmatch.fnmatchcase(n, w)] if any(c in w for c in "*?[") else \
+            [w] if w in names else []
+        if not hits:
+            shown = ", ".join(names[:12]) + (f", ... ({len(names)} columns)" if len(names) > 12 else "")
+            raise SylvieError(f"{path}: {what}: no column '{w}' (the file has {shown}); name the column in the "
+                              f"config")
+        out += hits
+    return out
+
+
+def num_rows(files: list[Path], kind: str) -> int | None:
+    """Rows of the table, from the files' metadata (Parquet, Arrow, .npy); None for CSV (known only by reading)."""
+    if kind == "parquet":
+        return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+    if kind == "arrow":
+        return pads.dataset([str(f) for f in files], format="ipc").count_rows()
+    if kind == "npy":
+        return sum(int(np.load(f, mmap_mode="r").shape[0]) for f in files)
+    return None
+
+
+def chunks(files: list[Path], kind: str, columns: list[str], what: str,
+           column_types: dict[str, pa.DataType] | None = None) -> Iterator[Chunk]:
+    """The table's ``columns`` chunk by chunk, every file checked to have them. CSV: empty fields are null, strings
+    included; a column's type is inferred from its first chunk (``column_types`` fixes it)."""
+    for path in files:
+        match_columns(path, column_names(path, kind), columns, what)
+        first = 0
+        try:
+            for batch in _batches(path, kind, columns, column_types or {}):
+                yield Chunk(path, first, batch)
+                first += batch.num_rows
+        except pa.ArrowException as e:
+            raise SylvieError(f"{path}: {what}: could not read it past row {first} ({one_line(e)}); a value does not "
+                              f"fit its column's type (CSV: the type the first rows gave it)") from None
+
+
+def _batches(path: Path, kind: str, columns: list[str], column_types: dict) -> Iterator[pa.RecordBatch]:
+    if kind == "parquet":
+        yield from pq.ParquetFile(path).iter_batches(batch_size=_BATCH_ROWS, columns=columns)
+    elif kind == "arrow":
+        yield from pads.dataset(str(path), format="ipc").to_batches(columns=columns, batch_size=_BATCH_ROWS)
+    else:
+        reader = pacsv.open_csv(
+            pa.input_stream(str(path), compression="detect"),
+            read_options=pacsv.ReadOptions(block_size=_BLOCK_BYTES),
+            parse_options=pacsv.ParseOptions(delimiter=_DELIMITER[kind]),
+            convert_options=pacsv.ConvertOptions(include_columns=columns, strings_can_be_null=True,
+                                                 column_types={k: v for k, v in column_types.items()
+                                                               if k in columns}))
+        with reader:
+            yield from reader
+
+
+def read_npy(path: Path, what: str) -> np.ndarray:
+    """An ``.npy`` array, memory-mapped (read in place, chunk by chunk by whoever indexes it)."""
+    try:
+        return np.load(path, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError) as e:
+        raise SylvieError(f"{path}: {what}: not a readable .npy array ({one_line(e)})") from None
+
+
+def ranges(total: int, step: int = _BATCH_ROWS) -> Iterator[slice]:
+    """Slices of ``step`` rows covering ``range(total)``."""
+    for start in range(0, total, step):
+        yield slice(start, min(start + step, total))

@@ -1,0 +1,44 @@
+"""``node_keys.arrow``, beside a canonical graph made from a user's own files (``source: files`` with a
+``node_key``): the user's id of every node, so that what is computed per node (``sylvie evaluate --predictions``) can
+be joined back to the user's data. This module is its only writer and reader.
+
+An Arrow IPC file of one column ``key`` (int64 or large_string), one row a node, in node order: row i is the id of
+node i. A graph made from a source without ids of its own (Planetoid, OGB, synthetic, or files without a node_key)
+has no such file: its nodes' ids are their numbers.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+from sylvie.errors import SylvieError, one_line
+
+FILE = "node_keys.arrow"
+_TYPES = (pa.int64(), pa.large_string())
+
+
+def write_node_keys(directory: str | Path, keys: pa.Array) -> None:
+    """Write the ids into ``directory`` (a canonical graph being written: its temporary folder)."""
+    if keys.type not in _TYPES:
+        raise ValueError(f"node keys must be int64 or large_string, not {keys.type}")
+    table = pa.table({"key": keys})
+    with ipc.new_file(Path(directory) / FILE, table.schema) as w:
+        w.write_table(table)
+
+
+def read_node_keys(directory: str | Path, num_nodes: int) -> pa.Array | None:
+    """The ids of the ``num_nodes`` nodes of the canonical graph in ``directory``; None where it has none."""
+    path = Path(directory) / FILE
+    if not path.is_file():
+        return None
+    try:
+        table = ipc.open_file(pa.memory_map(str(path))).read_all()
+        table.validate(full=True)
+    except (pa.ArrowException, OSError, ValueError) as e:
+        raise SylvieError(f"{path}: not a readable Arrow file ({one_line(e)}); rerun `sylvie download`") from None
+    if table.column_names != ["key"] or table.schema.field("key").type not in _TYPES or table.num_rows != num_nodes:
+        raise SylvieError(f"{path}: not the ids of this graph's {num_nodes} nodes (a column 'key' of int64 or "
+                          f"large_string, a row a node); rerun `sylvie download`")
+    return table.column("key").combine_chunks()

@@ -1,0 +1,92 @@
+"""What ``sylvie evaluate --predictions FILE`` writes: every node's predicted class. This module is its only writer
+and reader. The kind follows FILE's name:
+
+``.npy``                    an int64 array, one class per node in the dataset's node order (no version of its own)
+``.parquet``, ``.csv``, ``.tsv`` (CSV and TSV optionally ``.gz``)
+                            a table of two columns, a row a node in node order: ``node``, the node's own id where the
+                            dataset was made from files with a ``node_key`` (``node_keys.arrow``), else its number;
+                            ``prediction``, the class's name where the labels were given as names, else its number
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from sylvie.atomic import atomic_path
+from sylvie.errors import SylvieError, one_line
+
+TABLE_SUFFIXES = (".parquet", ".csv", ".tsv", ".csv.gz", ".tsv.gz")
+COLUMNS = ("node", "prediction")
+
+
+def _suffix(path: Path) -> str:
+    name = path.name.lower()
+    for s in (".npy", *TABLE_SUFFIXES):
+        if name.endswith(s):
+            return s
+    raise SylvieError(f"--predictions {path}: unknown kind; name it .npy, .parquet, .csv or .tsv (.gz allowed)")
+
+
+def check_predictions_path(path: str | Path) -> None:
+    """Before any work: a name whose kind is known."""
+    _suffix(Path(path))
+
+
+def write_predictions(path: str | Path, pred: np.ndarray, keys: pa.Array | None = None,
+                      class_names: list[str] | None = None) -> None:
+    """Every node's predicted class, in node order, atomically; a table names nodes by ``keys`` and classes by
+    ``class_names`` where given."""
+    path = Path(path)
+    suffix = _suffix(path)
+    pred = pred.astype(np.int64, copy=False)
+    if suffix == ".npy":
+        with atomic_path(path) as tmp, open(tmp, "wb") as f:
+            np.save(f, pred)
+        return
+    node = keys if keys is not None else pa.array(np.arange(pred.shape[0], dtype=np.int64))
+    prediction = pa.array(class_names).take(pa.array(pred)) if class_names else pa.array(pred)
+    table = pa.table({"node": node, "prediction": prediction})
+    with atomic_path(path) as tmp:
+        if suffix == ".parquet":
+            pq.write_table(table, tmp)
+        else:
+            options = pacsv.WriteOptions(delimiter="\t" if suffix.startswith(".tsv") else ",")
+            with pa.output_stream(str(tmp), compression="gzip" if suffix.endswith(".gz") else None) as sink:
+                pacsv.write_csv(table, sink, write_options=options)
+
+
+def read_predictions(path: str | Path) -> np.ndarray:
+    """The predictions of a ``.npy`` file written by ``write_predictions``: one int64 class per node."""
+    path = Path(path)
+    try:
+        pred = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as e:
+        raise SylvieError(f"{path}: not predictions written by `sylvie evaluate --predictions` ({e}); rerun it") \
+            from e
+    if pred.dtype != np.int64 or pred.ndim != 1:
+        raise SylvieError(f"{path}: {pred.dtype} array of shape {pred.shape}, not the int64 class of every node "
+                          f"that `sylvie evaluate --predictions` writes; rerun it")
+    return pred
+
+
+def read_prediction_table(path: str | Path) -> pa.Table:
+    """The table of a ``.parquet``, ``.csv`` or ``.tsv`` file written by ``write_predictions``."""
+    path = Path(path)
+    suffix = _suffix(path)
+    try:
+        if suffix == ".parquet":
+            table = pq.read_table(path)
+        else:
+            table = pacsv.read_csv(path, parse_options=pacsv.ParseOptions(
+                delimiter="\t" if suffix.startswith(".tsv") else ","))
+    except (pa.ArrowException, OSError) as e:
+        raise SylvieError(f"{path}: not predictions written by `sylvie evaluate --predictions` ({one_line(e)}); "
+                          f"rerun it") from None
+    if tuple(table.column_names) != COLUMNS:
+        raise SylvieError(f"{path}: columns {table.column_names}, not {list(COLUMNS)}: not predictions written by "
+                          f"`sylvie evaluate --predictions`; rerun it")
+    return table

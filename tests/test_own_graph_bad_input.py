@@ -1,0 +1,178 @@
+"""Bad input in a graph of the user's own (``source: files``, ``source: dgl``): each a one-line error naming the file,
+the column and, where it applies, the first bad row; nothing written."""
+import builtins
+import gzip
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from conftest import BIN, run
+
+from sylvie.config import section
+from sylvie.data.graph import load_graph
+from sylvie.data.registry import check_dataset, download
+from sylvie.errors import SylvieError
+
+pytestmark = pytest.mark.unit
+
+NODES = "id,f0,f1,label,split\na,1,0,0,train\nb,0,1,1,val\nc,1,1,0,test\nd,0,0,1,train\n"
+EDGES = "src,dst\na,b\nb,c\nc,d\n"
+
+
+def _write(tmp_path, nodes=NODES, edges=EDGES, edges_name="edges.csv", nodes_name="nodes.csv") -> dict:
+    for name, text in ((edges_name, edges), (nodes_name, nodes)):
+        path = tmp_path / name
+        if name.endswith(".gz"):
+            path.write_bytes(gzip.compress(text.encode()))
+        else:
+            path.write_text(text)
+    return {"source": "files", "edges": str(tmp_path / edges_name), "node_table": str(tmp_path / nodes_name),
+            "node_key": "id", "feature_columns": ["f*"], "split_column": "split"}
+
+
+def _refused(tmp_path, entry: dict, pattern: str) -> str:
+    out = tmp_path / "out" / "mine"
+    with pytest.raises(SylvieError, match=pattern) as e:
+        download("mine", out, section("dataset", entry))
+    message = str(e.value)
+    assert "\n" not in message
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir()), "something was written"
+    return message
+
+
+def test_a_good_graph_reads(tmp_path):
+    out = tmp_path / "out"
+    meta = download("mine", out, section("dataset", _write(tmp_path)))
+    assert (meta["num_nodes"], meta["num_edges"], meta["num_classes"]) == (4, 6, 2)
+    graph = load_graph(out)
+    assert graph.features.tolist() == [[1, 0], [0, 1], [1, 1], [0, 0]]
+    assert graph.train_mask.tolist() == [True, False, False, True]
+
+
+def test_node_ids_out_of_range_or_negative(tmp_path):
+    entry = {**_write(tmp_path, edges="src,dst\n0,1\n1,4\n"), "node_key": None}
+    _refused(tmp_path, entry, r"edges.csv, line 3: column 'dst': node 4 is out of range: the node table has 4 rows")
+    entry = {**_write(tmp_path, edges="src,dst\n0,1\n-1,2\n"), "node_key": None}
+    _refused(tmp_path, entry, r"edges.csv, line 3: column 'src': node -1 is out of range")
+
+
+def test_edges_naming_nodes_absent_from_the_node_table(tmp_path):
+    entry = _write(tmp_path, edges="src,dst\na,b\nb,zz\n")
+    _refused(tmp_path, entry,
+             r"edges.csv, line 3: column 'dst': node 'zz' is not in the node table.*unknown_nodes: add")
+
+
+def test_unknown_nodes_added_when_asked(tmp_path):
+    entry = {**_write(tmp_path, edges="src,dst\na,b\nb,zz\nzz,yy\n"), "unknown_nodes": "add"}
+    download("mine", tmp_path / "out", section("dataset", entry))
+    graph = load_graph(tmp_path / "out")
+    assert graph.num_nodes == 6 and graph.features[4:].tolist() == [[0, 0], [0, 0]]
+    assert graph.labels[4:].tolist() == [-1, -1] and not graph.train_mask[4:].any()
+    from sylvie.formats.node_keys import read_node_keys
+    assert read_node_keys(tmp_path / "out", 6).to_pylist() == ["a", "b", "c", "d", "zz", "yy"]
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "", "1e40"])
+def test_non_finite_features(tmp_path, value):
+    nodes = NODES.replace("c,1,1,0", f"c,1,{value},0")
+    _refused(tmp_path, _write(tmp_path, nodes=nodes), r"nodes.csv, line 4: column 'f1': a feature is NaN, infinite")
+
+
+def test_non_finite_features_in_a_parquet_list_column(tmp_path):
+    entry = _write(tmp_path)
+    pq.write_table(pa.table({"id": ["a", "b", "c", "d"], "feat": [[1.0, 0.0], [0.0, float("inf")], [1.0, 1.0],
+                                                                 [0.0, 0.0]], "label": [0, 1, 0, 1],
+                             "split": ["train", "val", "test", "train"]}), tmp_path / "nodes.parquet")
+    entry.update(node_table=str(tmp_path / "nodes.parquet"), feature_columns=["feat"])
+    _refused(tmp_path, entry, r"nodes.parquet, row 1: column 'feat': a feature is NaN, infinite")
+
+
+@pytest.mark.parametrize("label", ["-1", "2.5"])
+def test_labels_out_of_range(tmp_path, label):
+    nodes = NODES.replace("b,0,1,1,val", f"b,0,1,{label},val")
+    _refused(tmp_path, _write(tmp_path, nodes=nodes), rf"nodes.csv, line 3: column 'label': label {label} is out of "
+                                                      r"range")
+
+
+def test_columns_of_different_lengths(tmp_path):
+    np.save(tmp_path / "feat.npy", np.zeros((5, 3), np.float32))
+    entry = {**_write(tmp_path), "features_file": str(tmp_path / "feat.npy")}
+    _refused(tmp_path, entry, r"feat.npy: features_file has 5 rows but the node table .*nodes.csv has 4")
+
+
+def test_duplicate_node_keys(tmp_path):
+    nodes = NODES.replace("d,0,0,1,train", "b,0,0,1,train")
+    _refused(tmp_path, _write(tmp_path, nodes=nodes), r"nodes.csv, line 5: column 'id': node id 'b' appears again "
+                                                      r"\(first at .*nodes.csv, line 3")
+
+
+def test_an_empty_split(tmp_path):
+    nodes = NODES.replace(",val\n", ",train\n")
+    _refused(tmp_path, _write(tmp_path, nodes=nodes), r"column 'split': split 'val' is empty")
+    entry = {**_write(tmp_path), "split_column": None, "train_fraction": 0.5, "val_fraction": 0.5}
+    _refused(tmp_path, entry, r"the random split leaves split 'test' empty \(4 labelled nodes")
+
+
+def test_split_values_and_unlabelled_split_nodes(tmp_path):
+    _refused(tmp_path, _write(tmp_path, nodes=NODES.replace(",test\n", ",testing\n")),
+             r"nodes.csv, line 4: column 'split': split 'testing' is not train, val")
+    _refused(tmp_path, _write(tmp_path, nodes=NODES.replace("b,0,1,1,val", "b,0,1,,val")),
+             r"nodes.csv, line 3: column 'label': the node is in split 'val' but has no label")
+
+
+def test_a_csv_header_without_the_named_columns(tmp_path):
+    entry = {**_write(tmp_path), "edge_columns": ["from", "to"]}
+    _refused(tmp_path, entry, r"edges.csv: edges: no column 'from' \(the file has src, dst\)")
+    entry = {**_write(tmp_path), "label_column": "class"}
+    _refused(tmp_path, entry, r"nodes.csv: node_table: no column 'class' \(the file has id, f0, f1, label, split\)")
+
+
+def test_an_unknown_file_kind(tmp_path):
+    entry = _write(tmp_path, edges_name="edges.xlsx")
+    _refused(tmp_path, entry, r"edges.xlsx: edges: unknown file kind '.xlsx'; give Parquet")
+
+
+def test_string_ids_against_integer_ids(tmp_path):
+    nodes = "id,f0,label,split\n1,0,0,train\n2,1,1,val\n3,0,0,test\n"
+    entry = {**_write(tmp_path, nodes=nodes), "feature_columns": ["f0"]}
+    _refused(tmp_path, entry, r"edges.csv, line 2: column 'src' holds string but the node table's ids \(int64\) are "
+                              r"integers")
+
+
+def test_a_missing_file_and_missing_knobs(tmp_path):
+    entry = {**_write(tmp_path), "edges": str(tmp_path / "nope.csv")}
+    _refused(tmp_path, entry, r"nope.csv: edges: no such file or folder")
+    with pytest.raises(SylvieError, match=r"dataset 'mine': source files needs edges and node_table"):
+        check_dataset("mine", section("dataset", {"source": "files"}))
+    with pytest.raises(SylvieError, match=r"give the split once: split_column or mask_columns"):
+        check_dataset("mine", section("dataset", {**_write(tmp_path), "mask_columns": ["a", "b", "c"]}))
+
+
+def test_gzip_csv_and_the_command_line_exit(tmp_path):
+    """Through `sylvie download`: a gzip CSV reads; a bad one exits non-zero with the one line, writing nothing."""
+    entry = _write(tmp_path, edges_name="edges.csv.gz", nodes_name="nodes.csv.gz",
+                   edges="src,dst\na,b\nb,q\n")
+    flags = ["--source", "files", "--edges", entry["edges"], "--node-table", entry["node_table"], "--node-key", "id",
+             "--feature-columns", "f*", "--split-column", "split"]
+    p = run([str(BIN / "sylvie"), "download", "mine", *flags, "--out", str(tmp_path / "ds")], check=False)
+    assert p.returncode != 0 and not (tmp_path / "ds").exists()
+    assert "edges.csv.gz, line 3: column 'dst': node 'q' is not in the node table" in p.stderr.strip().splitlines()[-1]
+    p = run([str(BIN / "sylvie"), "download", "mine", *flags, "--unknown-nodes", "add", "--out", str(tmp_path / "ds")])
+    assert "5 nodes, 4 edges" in p.stdout
+
+
+def test_dgl_source_without_dgl_names_the_install_command(tmp_path, monkeypatch):
+    (tmp_path / "g.bin").write_bytes(b"")
+    real_import = builtins.__import__
+
+    def no_dgl(name, *args, **kw):
+        if name == "dgl" or name.startswith("dgl."):
+            raise ModuleNotFoundError("No module named 'dgl'")
+        return real_import(name, *args, **kw)
+
+    monkeypatch.delitem(sys.modules, "dgl", raising=False)
+    monkeypatch.setattr(builtins, "__import__", no_dgl)
+    _refused(tmp_path, {"source": "dgl", "graph_file": str(tmp_path / "g.bin")},
+             r"g.bin: source dgl reads the file with DGL, which is not installed here: pip install dgl==1.1.3")
