@@ -38,13 +38,17 @@ metis:
 	else echo "note: no 32-bit METIS found; partitioning uses pymetis's 64-bit METIS (twice the memory). For half:" \
 	  "sudo apt-get install libmetis5 (Debian, Ubuntu) or conda install -c conda-forge metis"; fi
 
+# CONFIG=path/to/config.yaml runs that config instead of config/config.yaml (in its place, not merged with it)
+CONFIG ?=
+CONFIG_FLAGS := $(if $(CONFIG),--configfile $(CONFIG) --replace-workflow-config)
+
 run: $(STAMP)
-	$(BIN)/snakemake --cores $(CORES)
+	$(BIN)/snakemake --cores $(CORES) $(CONFIG_FLAGS)
 	@echo "Report: $(abspath results/report/report.html)"
 
 # The pipeline as Slurm jobs (workflow/profiles/slurm); `make slurm-up` starts a Slurm on this machine (root).
 run-slurm: $(STAMP)
-	$(BIN)/snakemake --profile workflow/profiles/slurm
+	$(BIN)/snakemake --profile workflow/profiles/slurm $(CONFIG_FLAGS)
 	@echo "Report: $(abspath results/report/report.html)"
 
 slurm-up:
