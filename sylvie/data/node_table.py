@@ -73,7 +73,7 @@ def read_node_table(options) -> NodeTable:
             features.add(chunk)
         for c in kept:
             kept[c].append(chunk.batch.column(c))
-    column = {c: pa.chunked_array(v, type=v[0].type if v else None) for c, v in kept.items()}
+    column = {c: _one_type(v, c, options.node_table) for c, v in kept.items()}
     n = rows.total
     if n == 0:
         raise SylvieError(f"{options.node_table}: node_table: the table has no rows; a graph needs nodes")
@@ -92,6 +92,21 @@ def read_node_table(options) -> NodeTable:
     if masks is not None:
         check_split(masks, labels, rows.name, options.label_column, split_columns)
     return NodeTable(keys=keys, features=matrix, labels=labels, class_names=class_names, masks=masks)
+
+
+def _one_type(arrays: list, name: str, where) -> pa.ChunkedArray:
+    """A column's chunks as one column: of one type, which the files of a folder (CSV: each its own inference) may
+    not agree on."""
+    types = list(dict.fromkeys(a.type for a in arrays))
+    if len(types) > 1:
+        try:
+            common = pa.unify_schemas([pa.schema([(name, t)]) for t in types],
+                                      promote_options="permissive").field(name).type
+            arrays = [a.cast(common) for a in arrays]
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+            raise SylvieError(f"{where}: node_table: column '{name}' has different types in different files or parts "
+                              f"({', '.join(map(str, types))}); give it one type throughout") from None
+    return pa.chunked_array(arrays, type=arrays[0].type)
 
 
 class _FeatureRows:
