@@ -65,8 +65,9 @@ test: lint
 	$(BIN)/python -m pytest -q -rs --durations=12 -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder \
 	  -m "not claims" tests
 
-# The default config's claims (README's accuracy table: its 26 trainings of 200 epochs on 4 ranks, trained as the
-# pipeline trains them; ~6 minutes on 2 cores). CI runs it after make test.
+# The claims: the default config's accuracies (docs/full-graph.md, docs/sampled.md: its 26 trainings of 200 epochs on
+# 4 ranks, trained as the pipeline trains them) and the README's own-graph example against Planetoid Cora (~6
+# minutes on 2 cores). CI runs it after make test.
 claims: $(STAMP)
 	$(BIN)/python -m pytest -q -rs -m claims tests
 

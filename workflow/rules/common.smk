@@ -132,7 +132,7 @@ def launch_resources(when=None):
 
 
 # --- The software of every job: the environment Snakemake runs in (.venv, or on GPU clusters the conda environment
-# `sylvie` built once from environment.yml with this checkout installed into it: README, Installation notes), never
+# `sylvie` built once from environment.yml with this checkout installed into it: docs/installation.md), never
 # a conda environment Snakemake builds itself: one built from environment.yml would lack `sylvie` and, built once per
 # version of the file, would run an old checkout's code. Each of the rules says so with `conda: no_conda_env` (None:
 # with or without --use-conda the job runs in the current environment), which is also the software definition
