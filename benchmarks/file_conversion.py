@@ -91,7 +91,8 @@ def main() -> None:
     lines = [f"Graph: the products preset at {args.scale:g} scale, {meta['num_nodes']:,} nodes, {meta['num_edges']:,} "
              f"directed edges ({meta['num_edges'] // 2:,} rows of an undirected edge list), 100 features, 47 classes.",
              "",
-             "| input | files (MB) | seconds | peak RSS (GB) | canonical graph (MB) | peak RSS / canonical | same graph |",
+             "| input | files (MB) | seconds | peak RSS (GB) | canonical graph (MB) | peak RSS / canonical "
+             "| same graph |",
              "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
     for label, files_mb, seconds, gb, canon, same in rows:
         ratio = f"{gb * 1e3 / canon:.2f}x" if canon == canon else "-"

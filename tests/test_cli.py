@@ -4,7 +4,8 @@ from conftest import BIN, run
 pytestmark = pytest.mark.slow
 
 
-@pytest.mark.parametrize("stage", ["", "download", "export", "partition", "vip", "train", "evaluate", "report", "launch"])
+@pytest.mark.parametrize("stage", ["", "download", "export", "partition", "vip", "train", "evaluate", "report",
+                                   "launch"])
 def test_help(stage):
     p = run([str(BIN / "sylvie"), *([stage] if stage else []), "--help"])
     assert "usage: sylvie" in p.stdout

@@ -6,7 +6,7 @@ import zipfile
 import numpy as np
 import pyarrow as pa
 import pytest
-from conftest import BIN, run
+from conftest import BIN, ranks, run
 from test_ogb_download import build_arxiv_zip
 
 from sylvie.config import section
@@ -134,9 +134,9 @@ def test_ogb_folder_on_disk_needs_no_network(cora_dir, tmp_path):
         zf.extractall(root)
     (root / "arxiv").rename(root / "ogbn_arxiv")  # the folder name OGB's loader gives it
     out = tmp_path / "ds"
-    p = run([str(BIN / "sylvie"), "download", "ogbn-arxiv", "--root", str(root), "--mirror", "http://127.0.0.1:9/",
-             "--timeout", "2", "--out", str(out)])
-    assert "2,708 nodes, 10,556 edges" in p.stdout
+    meta = download("ogbn-arxiv", out, section("dataset", {"root": str(root), "mirror": "http://127.0.0.1:9/",
+                                                           "timeout": 2}))
+    assert (meta["num_nodes"], meta["num_edges"]) == (2708, 10556)
     np.testing.assert_array_equal(load_graph(out).labels, load_graph(cora_dir).labels)
 
 
@@ -144,35 +144,24 @@ def test_predictions_name_the_users_nodes_and_classes(cora_dir, tmp_path):
     """`sylvie evaluate --predictions preds.csv` on a dataset of string ids and class names: a row a node, the
     user's id and the class's name, agreeing with the .npy of class numbers; partition-parallel evaluation given the
     dataset writes the same table."""
+    from sylvie.evaluate import evaluate
     from sylvie.formats.predictions import read_predictions
+    from sylvie.partition.stage import partition_dataset
 
     layout = ExportLayout(file_format="parquet", id_prefix="paper-", class_names=SUBJECTS)
     graph = _through_files(export_graph(cora_dir, tmp_path / "files", layout), tmp_path)
-    dataset = tmp_path / "datasets" / "mine"
-    part, model = _trained_model(dataset, tmp_path)
-    sylvie = str(BIN / "sylvie")
-    run([sylvie, "evaluate", "--dataset", str(dataset), "--model", str(model), "--out", str(tmp_path / "e.json"),
-         "--predictions", str(tmp_path / "p.csv")])
-    run([sylvie, "evaluate", "--dataset", str(dataset), "--model", str(model), "--out", str(tmp_path / "e2.json"),
-         "--predictions", str(tmp_path / "p.npy")])
+    dataset, part, model = tmp_path / "datasets" / "mine", tmp_path / "part", tmp_path / "run" / "model.pt"
+    partition_dataset(dataset, part, 2, "metis", 0, progress=False)
+    ranks(2, "--no-python", "sylvie", "train", "--partition", part, "--out", model.parent, "--epochs", "3",
+          "--no-progress")
+    evaluate(dataset, model, tmp_path / "e.json", tmp_path / "p.csv")
+    evaluate(dataset, model, tmp_path / "e2.json", tmp_path / "p.npy")
     table = read_prediction_table(tmp_path / "p.csv")
     numbers = read_predictions(tmp_path / "p.npy")
     assert table.column("node").to_pylist()[:2] == ["paper-0000", "paper-0001"]
     names = graph.info["class_names"]
     assert table.column("prediction").to_pylist() == [names[c] for c in numbers]
     assert table.num_rows == graph.num_nodes and pa.types.is_string(table.schema.field("prediction").type)
-    run([sylvie, "launch", "--ranks", "1", "--", "sylvie", "evaluate", "--partition", str(part), "--dataset",
-         str(dataset), "--model", str(model), "--out", str(tmp_path / "e3.json"), "--predictions",
-         str(tmp_path / "p.parquet")])
+    ranks(2, "--no-python", "sylvie", "evaluate", "--partition", part, "--dataset", dataset, "--model", model,
+          "--out", tmp_path / "e3.json", "--predictions", tmp_path / "p.parquet")
     assert read_prediction_table(tmp_path / "p.parquet").to_pylist() == table.to_pylist()
-
-
-def _trained_model(dataset, tmp_path):
-    """(partition, model.pt): a GCN trained for a few epochs on ``dataset`` in one part."""
-    sylvie = str(BIN / "sylvie")
-    part = tmp_path / "part"
-    run([sylvie, "partition", str(dataset), "--parts", "1", "--out", str(part)])
-    out = tmp_path / "run"
-    run([sylvie, "launch", "--ranks", "1", "--", "sylvie", "train", "--partition", str(part), "--out", str(out),
-         "--epochs", "3", "--no-progress"])
-    return part, out / "model.pt"
