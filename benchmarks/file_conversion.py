@@ -11,7 +11,9 @@ with one row per undirected edge (read back with ``directed: false``) as: Parque
 (features one list column); Parquet with string ids and class names, node rows shuffled (ids mapped through a hash
 lookup); gzip CSV of the same (100 feature columns). Each is converted by ``sylvie download --source files``, a
 fresh process: its wall seconds and peak RSS (the kernel's, for the process), beside the canonical graph's size on
-disk (nodes.arrow, edges.arrow, node_keys.arrow). Baselines from the same run: the generator writing the same
+disk (nodes.arrow, edges.arrow, node_keys.arrow); "same graph": the generated graph's fingerprint where the ids are its
+node numbers, its node and edge counts where the rows were shuffled (tests/test_own_graph_round_trips.py maps such a
+graph back and compares fingerprints). Baselines from the same run: the generator writing the same
 canonical graph from memory (``sylvie download synthetic``), and pandas reading the CSV files whole
 (``pandas.read_csv``, what a conversion script commonly starts with), reading only.
 """
@@ -97,7 +99,8 @@ def main() -> None:
     for label, files_mb, seconds, gb, canon, same in rows:
         ratio = f"{gb * 1e3 / canon:.2f}x" if canon == canon else "-"
         canon_text = f"{canon:,.0f}" if canon == canon else "-"
-        same_text = {True: "yes", False: "NO", None: "-"}[same]
+        same_text = {True: "yes", False: "NO", None: "-"}[same] + (
+            "" if same is None else " (fingerprint)" if "numbers" in label or "generator" in label else " (counts)")
         lines.append(f"| {label} | {files_mb} | {seconds:.1f} | {gb:.2f} | {canon_text} | {ratio} | {same_text} |")
     publish("\n".join(lines), args.write, "file_conversion")
 

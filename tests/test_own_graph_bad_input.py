@@ -134,11 +134,16 @@ def test_an_unknown_file_kind(tmp_path):
     _refused(tmp_path, entry, r"edges.xlsx: edges: unknown file kind '.xlsx'; give Parquet")
 
 
-def test_string_ids_against_integer_ids(tmp_path):
-    nodes = "id,f0,label,split\n1,0,0,train\n2,1,1,val\n3,0,0,test\n"
-    entry = {**_write(tmp_path, nodes=nodes), "feature_columns": ["f0"]}
-    _refused(tmp_path, entry, r"edges.csv, line 2: column 'src' holds string but the node table's ids \(int64\) are "
-                              r"integers")
+def test_text_ids_against_integer_ids(tmp_path):
+    """A Parquet node table of integer ids and a CSV edge list naming a node 'a': named, not a type error."""
+    entry = _write(tmp_path, edges="src,dst\n1,2\n2,a\n")
+    pq.write_table(pa.table({"id": [1, 2, 3], "f0": [0.0, 1.0, 0.5], "label": [0, 1, 0],
+                             "split": ["train", "val", "test"]}), tmp_path / "nodes.parquet")
+    entry.update(node_table=str(tmp_path / "nodes.parquet"), feature_columns=["f0"])
+    _refused(tmp_path, entry, r"edges.csv, line 3: column 'dst': 'a' is not an integer, as the node table's ids are")
+    (tmp_path / "edges.csv").write_text("src,dst\n1,2\n2,3\n")
+    download("mine", tmp_path / "ok", section("dataset", entry))
+    assert load_graph(tmp_path / "ok").num_edges == 4
 
 
 def test_a_missing_file_and_missing_knobs(tmp_path):
@@ -176,3 +181,103 @@ def test_dgl_source_without_dgl_names_the_install_command(tmp_path, monkeypatch)
     monkeypatch.setattr(builtins, "__import__", no_dgl)
     _refused(tmp_path, {"source": "dgl", "graph_file": str(tmp_path / "g.bin")},
              r"g.bin: source dgl reads the file with DGL, which is not installed here: pip install dgl==1.1.3")
+
+
+# ---- what a real table holds: several files, many chunks, late values, text that looks like something else -------
+
+def test_a_folder_of_files_read_in_many_chunks(tmp_path, monkeypatch):
+    """Node and edge tables split over files (Spark's layout, its _SUCCESS marker skipped), read in chunks of a few
+    rows: the rows of every file, in name order; a bad row named by its own file and line."""
+    import sylvie.data.table_files as table_files
+
+    monkeypatch.setattr(table_files, "_CHUNK_BYTES", 256)  # 1024 rows a Parquet chunk, 256 bytes a CSV block
+    n = 3000
+    ids = [f"n{i:05d}" for i in range(n)]
+    (tmp_path / "nodes").mkdir()
+    for part, rows in enumerate((range(0, 1000), range(1000, n))):
+        pq.write_table(pa.table({"id": [ids[i] for i in rows], "f0": [float(i) for i in rows],
+                                 "label": [None if i < 1500 else i % 3 for i in rows],  # the first 1500 unlabelled
+                                 "split": [None if i < 1500 else ("train", "val", "test")[i % 3] for i in rows]}),
+                       tmp_path / "nodes" / f"part-{part}.parquet")
+    (tmp_path / "nodes" / "_SUCCESS").write_text("")
+    (tmp_path / "edges").mkdir()
+    for part in range(2):
+        lines = "".join(f"{ids[i]},{ids[(i * 7 + 1) % n]}\n" for i in range(part, n, 2))
+        (tmp_path / "edges" / f"part-{part}.csv").write_text("src,dst\n" + lines)
+    entry = {"source": "files", "edges": str(tmp_path / "edges"), "node_table": str(tmp_path / "nodes"),
+             "node_key": "id", "feature_columns": ["f0"], "split_column": "split", "directed": True}
+    download("mine", tmp_path / "ok", section("dataset", entry))
+    graph = load_graph(tmp_path / "ok")
+    assert graph.num_nodes == n and graph.features[:, 0].tolist() == list(range(n))
+    assert graph.labels[:1500].tolist() == [-1] * 1500 and graph.labels[1500:1503].tolist() == [0, 1, 2]
+    pairs = sorted(zip(graph.src.tolist(), graph.dst.tolist()))
+    assert pairs == sorted((i, (i * 7 + 1) % n) for i in range(n) if i != (i * 7 + 1) % n)
+    (tmp_path / "edges" / "part-1.csv").write_text("src,dst\n" + "".join(f"{ids[i]},{ids[i + 1]}\n" for i in
+                                                                             range(100)) + "n00001,zz\n")
+    _refused(tmp_path, entry, r"edges/part-1.csv, line 102: column 'dst': node 'zz' is not in the node table")
+
+
+def test_csv_text_stays_text(tmp_path):
+    """A CSV's ids and class names are read as written: '007' is not 7, 'NA' is a class, not a missing label; labels
+    that are all integers are class numbers, wherever the first one appears."""
+    nodes = "id,f0,label,split\n007,1,,\n7,0,NA,train\n008,1,EU,val\n009,0,NA,test\n010,1,EU,train\n"
+    edges = "src,dst\n007,7\n7,008\n009,010\n"
+    entry = {**_write(tmp_path, nodes=nodes, edges=edges), "feature_columns": ["f0"]}
+    download("mine", tmp_path / "out", section("dataset", entry))
+    graph = load_graph(tmp_path / "out")
+    from sylvie.formats.node_keys import read_node_keys
+    assert read_node_keys(tmp_path / "out", 5).to_pylist() == ["007", "7", "008", "009", "010"]
+    assert graph.info["class_names"] == ["EU", "NA"] and graph.labels.tolist() == [-1, 1, 0, 1, 0]
+    nodes = "id,f0,label,split\n" + "".join(f"n{i},1,,\n" for i in range(5000)) + "a,0,3,train\nb,1,0,val\nc,0,1,test\n"
+    entry = {**_write(tmp_path, nodes=nodes, edges="src,dst\na,b\n"), "feature_columns": ["f0"]}
+    download("mine2", tmp_path / "out2", section("dataset", entry))
+    graph = load_graph(tmp_path / "out2")
+    assert graph.num_classes == 4 and "class_names" not in graph.info and graph.labels[-3:].tolist() == [3, 0, 1]
+
+
+def test_an_empty_node_table(tmp_path):
+    _refused(tmp_path, _write(tmp_path, nodes="id,f0,f1,label,split\n"),
+             r"nodes.csv: node_table: the table has no rows")
+
+
+def test_unknown_row_numbers_added_without_gaps_only(tmp_path):
+    entry = {**_write(tmp_path, edges="src,dst\n0,1\n3,4\n4,5\n"), "node_key": None, "unknown_nodes": "add"}
+    download("mine", tmp_path / "ok", section("dataset", entry))
+    assert load_graph(tmp_path / "ok").num_nodes == 6
+    entry = {**_write(tmp_path, edges="src,dst\n0,1\n3,1000000\n"), "node_key": None, "unknown_nodes": "add"}
+    _refused(tmp_path, entry, r"the edges name 1 nodes beyond the node table's 4 rows but reach number 1000000")
+
+
+def test_directed_edges_keep_their_order_once_each(tmp_path):
+    entry = {**_write(tmp_path, edges="src,dst\nc,a\na,b\nc,a\nb,b\nd,a\na,b\n"), "directed": True}
+    download("mine", tmp_path / "out", section("dataset", entry))
+    graph = load_graph(tmp_path / "out")
+    assert list(zip(graph.src.tolist(), graph.dst.tolist())) == [(2, 0), (0, 1), (3, 0)]
+    assert graph.info["duplicates_removed"] == 2 and graph.info["self_loops_removed"] == 1
+
+
+def test_category_ids_and_a_glob_that_would_take_the_label(tmp_path):
+    """pandas category columns (Arrow dictionaries) name nodes as their text does; a glob over every column leaves
+    out the ids, the label and the split."""
+    entry = _write(tmp_path)
+    table = pa.table({"src": pa.array(["a", "b", "c"]).dictionary_encode(),
+                      "dst": pa.array(["b", "c", "d"]).dictionary_encode()})
+    pq.write_table(table, tmp_path / "edges.parquet")
+    entry.update(edges=str(tmp_path / "edges.parquet"), feature_columns=["*"])
+    download("mine", tmp_path / "out", section("dataset", entry))
+    graph = load_graph(tmp_path / "out")
+    assert graph.num_edges == 6 and graph.features.shape == (4, 2)
+
+
+def test_a_changed_node_keys_file_is_refused(tmp_path):
+    from sylvie.formats.node_keys import FILE, read_node_keys
+
+    download("mine", tmp_path / "out", section("dataset", _write(tmp_path)))
+    meta = load_graph(tmp_path / "out").info
+    assert read_node_keys(tmp_path / "out", 4, meta["node_keys_sha256"]).to_pylist() == ["a", "b", "c", "d"]
+    path = tmp_path / "out" / FILE
+    data = bytearray(path.read_bytes())
+    data[data.index(b"abcd")] = ord("x")
+    path.write_bytes(bytes(data))
+    with pytest.raises(SylvieError, match=r"node_keys.arrow: changed since `sylvie download` wrote it"):
+        read_node_keys(tmp_path / "out", 4, meta["node_keys_sha256"])

@@ -8,13 +8,12 @@ from pathlib import Path
 import numpy as np
 
 from sylvie.data.graph import Graph
-from sylvie.data.node_table import check_split
-from sylvie.data.own_graph import own_graph
+from sylvie.data.own_graph import check_split, own_graph
 from sylvie.errors import SylvieError, one_line
 from sylvie.formats.splits import SPLITS
 
 DEFAULT_MASKS = ("train_mask", "val_mask", "test_mask")
-INSTALL = "pip install dgl==1.1.3 (the CPU build is enough)"
+INSTALL = "pip install dgl==1.1.3 packaging (the CPU build is enough)"
 
 
 def _load_graphs(path: Path):
@@ -41,8 +40,8 @@ def count_nodes(options) -> int:
 
 def _ndata(g, name: str, path: Path) -> np.ndarray:
     if name not in g.ndata:
-        raise SylvieError(f"{path}: the graph has no node data '{name}' (it has {', '.join(sorted(g.ndata)) or 'none'});"
-                          f" name it in the config")
+        have = ", ".join(sorted(g.ndata)) or "none"
+        raise SylvieError(f"{path}: the graph has no node data '{name}' (it has {have}); name it in the config")
     return g.ndata[name].detach().cpu().numpy()
 
 
@@ -65,7 +64,7 @@ def load_dgl_file(name: str, options) -> Graph:
     masks = {s: _ndata(g, m, path).reshape(-1).astype(bool) for s, m in zip(SPLITS, names, strict=False)} \
         if names else None
     if masks is not None:
-        check_split(masks, labels, lambda r: f"{path}, node {r}", options.label_column, names)
+        check_split(masks, labels, lambda r: f"{path}, node {r}", options.label_column, names, path)
     src, dst = (t.numpy().astype(np.int64) for t in g.edges())
     return own_graph(name, src=src, dst=dst, features=features, labels=labels, class_names=None, masks=masks,
                      num_added=0, options=options, info={"graph_file": str(path)})

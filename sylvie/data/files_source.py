@@ -35,4 +35,4 @@ def count_nodes(options) -> int:
     if known is not None:
         return known
     first = column_names(files[0], kind)[:1]
-    return sum(c.batch.num_rows for c in chunks(files, kind, first, "node_table"))
+    return sum(c.batch.num_rows for c in chunks(files, kind, first, "node_table", {first[0]: pa.large_string()}))

@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -235,7 +235,7 @@ def save_graph(graph: Graph, directory: str | Path, source: str, inputs: tuple =
         _write_arrow(tmp / "edges.arrow", pa.table({"src": np.asarray(graph.src, dtype=np.int64),
                                                     "dst": np.asarray(graph.dst, dtype=np.int64)}))
         if graph.node_keys is not None:
-            write_node_keys(tmp, graph.node_keys)
+            meta["node_keys_sha256"] = write_node_keys(tmp, graph.node_keys)
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
     return meta
 

@@ -23,9 +23,10 @@ community's, so neither predicts their label, while edges inside the leaf still 
 ogbn-products can have an edge homophily of 0.81 and a GraphSAGE accuracy of 79%: relabelling single nodes costs
 homophily twice over (both ends of an edge), and features that follow the new label give it back to the model.
 
-The split is random, or (``split: score``) by a node score as ogbn-products' is by sales rank: the top ``train_fraction`` of the
-scores train, the next ``val_fraction`` validate, the rest test; the score is the node's degree propensity times
-log-normal noise, so popular nodes train, as products with high sales rank have many co-purchases.
+The split is random, or (``split: score``) by a node score as ogbn-products' is by sales rank: the top
+``train_fraction`` of the scores train, the next ``val_fraction`` validate, the rest test; the score is the node's
+degree propensity times log-normal noise, so popular nodes train, as products with high sales rank have many
+co-purchases.
 """
 from __future__ import annotations
 

@@ -9,8 +9,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sylvie.data.table_files import Chunk, chunks, column_names, files_of, match_columns, num_rows, read_npy, \
-    row_name
+from sylvie.data.own_graph import check_split
+from sylvie.data.table_files import Chunk, chunks, column_names, files_of, match_columns, num_rows, read_npy, row_name
 from sylvie.errors import SylvieError
 from sylvie.formats.splits import SPLITS
 
@@ -34,20 +34,23 @@ class NodeTable:
 
 
 class _Rows:
-    """Where each row of a table read chunk by chunk came from, to name a bad row by file and line."""
+    """Where each row of a table read chunk by chunk came from (file and row in it, not the chunk's data), to name a
+    bad row by file and line."""
 
-    def __init__(self):
-        self.starts, self.chunks = [], []
+    def __init__(self, path):
+        self.path = path  # the table, as the config names it
+        self.starts, self.places = [], []
         self.total = 0
 
     def add(self, chunk: Chunk) -> None:
         self.starts.append(self.total)
-        self.chunks.append(chunk)
+        self.places.append((chunk.path, chunk.first))
         self.total += chunk.batch.num_rows
 
     def name(self, row: int) -> str:
         i = int(np.searchsorted(self.starts, row, side="right")) - 1
-        return row_name(self.chunks[i], row - self.starts[i])
+        path, first = self.places[i]
+        return row_name(path, first + row - self.starts[i])
 
 
 def read_node_table(options) -> NodeTable:
@@ -59,24 +62,29 @@ def read_node_table(options) -> NodeTable:
     names = column_names(files[0], kind)
     what = "node_table"
     features_file = options.features_file
-    feature_columns = [] if features_file else match_columns(files[0], names, list(options.feature_columns), what)
     split_columns = [options.split_column] if options.split_column else list(options.mask_columns or [])
-    wanted = [c for c in ([options.node_key] if options.node_key else []) + feature_columns + [options.label_column]
-              + split_columns]
-    match_columns(files[0], names, wanted, what)
-    rows, total = _Rows(), num_rows(files, kind)
+    others = [c for c in (options.node_key, options.label_column, *split_columns) if c]
+    match_columns(files[0], names, others, what)
+    # the features: named columns, or every column a glob matches but the ids, labels and split
+    feature_columns = [] if features_file else [
+        c for c in match_columns(files[0], names, list(options.feature_columns), what)
+        if c not in others or c in options.feature_columns]
+    types = {} if kind not in ("csv", "tsv") else {  # CSV: as each column must be read, not as its first rows look
+        **{c: pa.float64() for c in feature_columns}, **{c: pa.large_string() for c in others},
+        **{c: pa.bool_() for c in (options.mask_columns or [])}}
+    rows, total = _Rows(options.node_table), num_rows(files, kind)
     features = _FeatureRows(feature_columns, total)
-    kept = {c: [] for c in {options.node_key, options.label_column, *split_columns} - {None}}
-    for chunk in chunks(files, kind, list(dict.fromkeys(wanted)), what):
+    kept = {c: [] for c in others}
+    for chunk in chunks(files, kind, list(dict.fromkeys(others + feature_columns)), what, types):
         rows.add(chunk)
         if not features_file:
             features.add(chunk)
         for c in kept:
             kept[c].append(chunk.batch.column(c))
-    column = {c: _one_type(v, c, options.node_table) for c, v in kept.items()}
     n = rows.total
     if n == 0:
         raise SylvieError(f"{options.node_table}: node_table: the table has no rows; a graph needs nodes")
+    column = {c: _one_type(v, c, options.node_table) for c, v in kept.items()}
     if features_file:
         matrix = _features_from_npy(features_file, n, options.node_table)
     else:
@@ -90,7 +98,7 @@ def read_node_table(options) -> NodeTable:
     else:
         masks = None
     if masks is not None:
-        check_split(masks, labels, rows.name, options.label_column, split_columns)
+        check_split(masks, labels, rows.name, options.label_column, split_columns, options.node_table)
     return NodeTable(keys=keys, features=matrix, labels=labels, class_names=class_names, masks=masks)
 
 
@@ -116,6 +124,7 @@ class _FeatureRows:
     def __init__(self, columns: list[str], total: int | None):
         self.columns, self.total = columns, total
         self.parts, self.out, self.filled = [], None, 0
+        self.dim = None  # a list column's width: its first row's
 
     def add(self, chunk: Chunk) -> None:
         block = self._convert(chunk)
@@ -127,6 +136,8 @@ class _FeatureRows:
             raise SylvieError(f"{row_name(chunk, r)}: column '{col}': a feature is NaN, infinite, empty or beyond "
                               f"float32's range ({int(bad.sum())} such rows in this chunk); clean the features or "
                               f"drop those nodes")
+        if block.shape[0] == 0:
+            return
         if self.total is not None:
             if self.out is None:
                 self.out = np.empty((self.total, block.shape[1]), np.float32)
@@ -139,12 +150,16 @@ class _FeatureRows:
         batch = chunk.batch
         if len(self.columns) == 1 and _is_list(batch.schema.field(self.columns[0]).type):
             col = batch.column(self.columns[0])
-            lengths = pc.list_value_length(col).to_numpy(zero_copy_only=False)
-            d = int(lengths[0]) if len(lengths) else 0
-            odd = np.flatnonzero(np.isnan(lengths.astype(np.float64)) | (lengths != d))
+            lengths = pc.fill_null(pc.list_value_length(col), -1).to_numpy(zero_copy_only=False)
+            if self.dim is None and len(lengths):
+                self.dim = int(lengths[0])
+            d = self.dim or 0
+            odd = np.flatnonzero(lengths != d)
             if odd.size:
-                raise SylvieError(f"{row_name(chunk, int(odd[0]))}: column '{self.columns[0]}': a list of "
-                                  f"{lengths[odd[0]]} features where the first row has {d}; every node needs as many")
+                r = int(odd[0])
+                got = "no list" if lengths[r] < 0 else f"a list of {lengths[r]} features"
+                raise SylvieError(f"{row_name(chunk, r)}: column '{self.columns[0]}': {got} where the first row has "
+                                  f"{d}; every node needs as many")
             values = col.flatten() if pa.types.is_fixed_size_list(col.type) else pc.list_flatten(col)
             return _floats(values, chunk, self.columns[0]).reshape(-1, d)
         block = np.empty((batch.num_rows, len(self.columns)), np.float32)
@@ -164,7 +179,8 @@ def _floats(values: pa.Array, chunk: Chunk, name: str) -> np.ndarray:
     """A numeric column as float32 (nulls NaN, caught as such by the caller); a text column is an error."""
     if not (pa.types.is_integer(values.type) or pa.types.is_floating(values.type) or pa.types.is_boolean(values.type)
             or pa.types.is_null(values.type)):
-        raise SylvieError(f"{chunk.path}: column '{name}' holds {values.type}, not numbers; features must be numeric")
+        raise SylvieError(f"{chunk.path}: column '{name}' holds {values.type}, not numbers; features must be numeric "
+                          f"(name the feature columns in feature_columns)")
     with np.errstate(over="ignore"):  # a float64 beyond float32's range becomes inf: caught as non-finite
         return values.to_numpy(zero_copy_only=False).astype(np.float32)
 
@@ -198,22 +214,40 @@ def _labels(col: pa.ChunkedArray, name: str, rows: _Rows) -> tuple[np.ndarray, l
     t = col.type
     if pa.types.is_dictionary(t):
         col, t = col.cast(t.value_type), t.value_type
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
-        names = pc.unique(col.drop_null()).to_pylist()
-        names.sort()
-        index = pc.index_in(col, value_set=pa.array(names, type=t))
-        return _filled(index), names
+    if _is_text(t):
+        numbers = _as_numbers(col)
+        if numbers is None:  # class names
+            names = pc.unique(col.drop_null()).to_pylist()
+            names.sort()
+            index = pc.index_in(col, value_set=pa.array(names, type=t))
+            return _filled(index), names
+        col, t = numbers, numbers.type
     if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_null(t)):
-        raise SylvieError(f"{rows.chunks[0].path if rows.chunks else ''}: column '{name}' holds {t}; labels are "
+        raise SylvieError(f"{rows.path}: column '{name}' holds {t}; labels are "
                           f"integers from 0 or class names")
     values = col.to_numpy(zero_copy_only=False).astype(np.float64)  # nulls are NaN: unlabelled
     labelled = ~np.isnan(values)
-    bad = labelled & ((values < 0) | (values != np.floor(values)))
+    bad = labelled & (~np.isfinite(values) | (values < 0) | (values != np.floor(values)))
     if bad.any():
         r = _first_bad(bad)
         raise SylvieError(f"{rows.name(r)}: column '{name}': label {values[r]:g} is out of range ({int(bad.sum())} "
                           f"such rows); labels are integers from 0, and an unlabelled node's is empty")
     return np.where(labelled, values, -1).astype(np.int64), None
+
+
+def _is_text(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t)
+
+
+def _as_numbers(col: pa.ChunkedArray) -> pa.ChunkedArray | None:
+    """A text column (CSV's labels and splits are read as text) as int64 if every value is an integer, else as
+    float64 if every value is a number; None if a value is neither (text, then)."""
+    for t in (pa.int64(), pa.float64()):
+        try:
+            return col.cast(t)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            continue
+    return None
 
 
 def _filled(index) -> np.ndarray:
@@ -231,7 +265,7 @@ def _keys(col: pa.ChunkedArray, name: str, rows: _Rows) -> pa.Array:
     elif pa.types.is_string(t) or pa.types.is_large_string(t):
         keys = col.cast(pa.large_string()).combine_chunks()
     else:
-        raise SylvieError(f"{rows.chunks[0].path}: column '{name}' holds {t}; node ids are integers or strings")
+        raise SylvieError(f"{rows.path}: column '{name}' holds {t}; node ids are integers or strings")
     if keys.null_count:
         r = _first_bad(keys.is_null().to_numpy(zero_copy_only=False))
         raise SylvieError(f"{rows.name(r)}: column '{name}': a node without an id; every node needs one")
@@ -249,7 +283,10 @@ def _split_of_column(col: pa.ChunkedArray, name: str, rows: _Rows) -> dict[str, 
     t = col.type
     if pa.types.is_dictionary(t):
         col, t = col.cast(t.value_type), t.value_type
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
+    numbers = _as_numbers(col) if _is_text(t) else None
+    if numbers is not None and pa.types.is_integer(numbers.type):
+        col, t = numbers, numbers.type
+    if _is_text(t):
         lowered = pc.utf8_lower(col)
         known = pa.array(list(SPLIT_NAMES), type=lowered.type)
         index = _filled(pc.index_in(lowered, value_set=known))
@@ -267,7 +304,7 @@ def _split_of_column(col: pa.ChunkedArray, name: str, rows: _Rows) -> dict[str, 
             raise SylvieError(f"{rows.name(r)}: column '{name}': split {int(code[r])} is not 0 (train), 1 (val), 2 "
                               f"(test) or -1 (none)")
     else:
-        raise SylvieError(f"{rows.chunks[0].path}: column '{name}' holds {t}; a split column holds train, val, test "
+        raise SylvieError(f"{rows.path}: column '{name}' holds {t}; a split column holds train, val, test "
                           f"(or 0, 1, 2)")
     return {s: code == i for i, s in enumerate(SPLITS)}
 
@@ -275,7 +312,7 @@ def _split_of_column(col: pa.ChunkedArray, name: str, rows: _Rows) -> dict[str, 
 def _mask(col: pa.ChunkedArray, name: str, rows: _Rows) -> np.ndarray:
     t = col.type
     if not (pa.types.is_boolean(t) or pa.types.is_integer(t)):
-        raise SylvieError(f"{rows.chunks[0].path}: column '{name}' holds {t}; a mask column is boolean (or 0 and 1)")
+        raise SylvieError(f"{rows.path}: column '{name}' holds {t}; a mask column is boolean (or 0 and 1)")
     values = pc.fill_null(col, False if pa.types.is_boolean(t) else 0).to_numpy(zero_copy_only=False)
     if not pa.types.is_boolean(t):
         bad = (values != 0) & (values != 1)
@@ -284,25 +321,3 @@ def _mask(col: pa.ChunkedArray, name: str, rows: _Rows) -> np.ndarray:
             raise SylvieError(f"{rows.name(r)}: column '{name}': {int(values[r])} is not a mask value (true/false, "
                               f"1/0)")
     return values.astype(bool)
-
-
-def check_split(masks: dict[str, np.ndarray], labels: np.ndarray, name_row, label_column: str,
-                columns: list[str]) -> None:
-    """Every split has a node, no node is in two, and every node of a split has a label; else a SylvieError naming
-    the column (``columns``: the split column, or the train, val and test mask columns) and the first bad row."""
-    where = dict(zip(SPLITS, columns * 3 if len(columns) == 1 else columns, strict=False))
-    for s, m in masks.items():
-        if not m.any():
-            raise SylvieError(f"column '{where[s]}': split '{s}' is empty (no node in it); every split needs nodes, "
-                              f"or leave the split out of the config for a random one")
-    count = sum(m.astype(np.int8) for m in masks.values())
-    if (count > 1).any():
-        r = _first_bad(count > 1)
-        raise SylvieError(f"{name_row(r)}: columns {', '.join(dict.fromkeys(columns))}: the node is in more than one "
-                          f"split")
-    unlabelled = (count > 0) & (labels < 0)
-    if unlabelled.any():
-        r = _first_bad(unlabelled)
-        s = next(s for s, m in masks.items() if m[r])
-        raise SylvieError(f"{name_row(r)}: column '{label_column}': the node is in split '{s}' but has no label "
-                          f"({int(unlabelled.sum())} such nodes); label it or take it out of the split")

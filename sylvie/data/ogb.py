@@ -19,8 +19,8 @@ SYMMETRIZE = {"ogbn-arxiv": True, "ogbn-products": False, "ogbn-papers100M": Tru
 
 
 def _meta_info(name: str, root: Path, mirror: str | None) -> dict:
-    import pandas as pd
     import ogb.nodeproppred
+    import pandas as pd
 
     master = pd.read_csv(Path(ogb.nodeproppred.__file__).parent / "master.csv", index_col=0, keep_default_na=False)
     meta = dict(master[name])

@@ -77,3 +77,26 @@ def own_graph(name: str, *, src, dst, features, labels, class_names, masks, num_
     return Graph(name=name, src=src, dst=dst, features=features, labels=labels,
                  train_mask=masks["train"], val_mask=masks["val"], test_mask=masks["test"], num_classes=num_classes,
                  info={**(info or {}), **done, "unknown_nodes_added": int(num_added), **extra}, node_keys=node_keys)
+
+
+def check_split(masks: dict[str, np.ndarray], labels: np.ndarray, name_row, label_column: str,
+                columns: list[str], table) -> None:
+    """Every split has a node, no node is in two, and every node of a split has a label; else a SylvieError naming
+    the ``table``, the column (``columns``: the split column, or the train, val and test mask columns) and the first
+    bad row (``name_row``)."""
+    where = dict(zip(SPLITS, columns * 3 if len(columns) == 1 else columns, strict=False))
+    for s, m in masks.items():
+        if not m.any():
+            raise SylvieError(f"{table}: column '{where[s]}': split '{s}' is empty (no node in it); every split needs "
+                              f"nodes, or leave the split out of the config for a random one")
+    count = sum(m.astype(np.int8) for m in masks.values())
+    if (count > 1).any():
+        r = int(np.flatnonzero(count > 1)[0])
+        raise SylvieError(f"{name_row(r)}: columns {', '.join(dict.fromkeys(columns))}: the node is in more than one "
+                          f"split")
+    unlabelled = (count > 0) & (labels < 0)
+    if unlabelled.any():
+        r = int(np.flatnonzero(unlabelled)[0])
+        s = next(s for s, m in masks.items() if m[r])
+        raise SylvieError(f"{name_row(r)}: column '{label_column}': the node is in split '{s}' but has no label "
+                          f"({int(unlabelled.sum())} such nodes); label it or take it out of the split")

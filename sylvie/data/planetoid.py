@@ -147,7 +147,8 @@ def _read_adjacency(path: Path) -> dict[int, list[int]]:
                     f"the entry {node!r}: {_describe(neighbours)}")
             adjacency[_node_id(node)] = [_node_id(v) for v in neighbours]
     except TypeError as e:
-        raise SylvieError(f"{path}: a node id is not an integer ({e}); not a Planetoid graph file: restore it") from None
+        raise SylvieError(f"{path}: a node id is not an integer ({e}); not a Planetoid graph file: restore it") \
+            from None
     return adjacency
 
 

@@ -1,10 +1,12 @@
 """Which loader turns which dataset name into a canonical graph."""
 from __future__ import annotations
 
+import contextlib
+import os
 from pathlib import Path
 
 from sylvie.data import files_source, ogb, planetoid, synthetic
-from sylvie.data.graph import Graph, save_graph
+from sylvie.data.graph import Graph, load_meta, save_graph
 from sylvie.errors import SylvieError
 from sylvie.output_dir import CANONICAL_GRAPH, check_replaceable
 
@@ -26,8 +28,8 @@ def source_of(name: str, source: str | None = None) -> str:
     if name == "synthetic" or name.startswith("synthetic"):
         return "synthetic"
     known = planetoid.NAMES + ogb.NAMES + ("synthetic",)
-    raise SylvieError(f"unknown dataset '{name}'; {_did_you_mean(name, known)}known datasets: {', '.join(known)} (names are "
-                      f"case-sensitive; any other name needs a source: {', '.join(SOURCES)})")
+    raise SylvieError(f"unknown dataset '{name}'; {_did_you_mean(name, known)}known datasets: {', '.join(known)} "
+                      f"(names are case-sensitive; any other name needs a source: {', '.join(SOURCES)})")
 
 
 def _did_you_mean(name: str, names) -> str:
@@ -88,22 +90,41 @@ NUM_NODES = {"cora": 2_708, "citeseer": 3_327, "pubmed": 19_717, "ogbn-arxiv": 1
              "ogbn-papers100M": 111_059_956}
 
 
-def num_nodes_before_download(name: str, options) -> int:
+def num_nodes_before_download(name: str, options, dataset_dir: str | Path | None = None) -> int:
     """How many nodes dataset ``name`` will have: its published size, or the synthetic generator's setting (the
-    pipeline decides from it how to evaluate before the dataset exists)."""
+    pipeline decides from it how to evaluate before the dataset exists). A graph of the user's own: the node count
+    of its canonical graph in ``dataset_dir`` where one is there, else its input counted, once a process (for
+    ``source: dgl``, with DGL)."""
     source = source_of(name, options.source)
     if source == "synthetic":
         return int(options.nodes)
-    if source == "files":  # the node table's rows (nodes only the edges name, if added, are few)
-        return files_source.count_nodes(options)
-    if source == "dgl":
-        from sylvie.data.dgl_file import count_nodes
-
-        return count_nodes(options)
+    if source in ("files", "dgl"):
+        meta = Path(dataset_dir or "", "meta.json")
+        if dataset_dir is not None and meta.is_file():
+            with contextlib.suppress(SylvieError, KeyError, TypeError, ValueError):
+                return int(load_meta(dataset_dir)["num_nodes"])
+        paths = given_files(name, options)
+        missing = [p for p in paths if not os.path.exists(p)]
+        if missing:
+            raise SylvieError(f"{missing[0]}: dataset '{name}': no such file or folder; check the path (relative "
+                              f"paths are from the directory the pipeline runs in)")
+        key = (source, tuple((p, os.stat(p).st_mtime_ns) for p in paths))
+        if key not in _COUNTED:  # once a process: Snakemake asks for every evaluate job
+            _COUNTED[key] = files_source.count_nodes(options) if source == "files" else _dgl_count(options)
+        return _COUNTED[key]
     if name not in NUM_NODES:
         raise SylvieError(f"dataset '{name}': its node count is not known before download; set evaluate.mode to "
                           f"whole or partitioned for its runs instead of auto")
     return NUM_NODES[name]
+
+
+_COUNTED: dict = {}  # (source, its input files with their change times) -> nodes
+
+
+def _dgl_count(options) -> int:
+    from sylvie.data.dgl_file import count_nodes
+
+    return count_nodes(options)
 
 
 def raw_inputs(name: str, options) -> tuple[str, ...]:
@@ -114,9 +135,16 @@ def raw_inputs(name: str, options) -> tuple[str, ...]:
 
 
 def given_files(name: str, options) -> tuple[str, ...]:
-    """The files a dataset of the user's own (files, dgl) is made from, which must exist before its download stage
-    runs (and rerun it when they change); none for the sources that download or generate."""
-    return raw_inputs(name, options) if source_of(name, options.source) in ("files", "dgl") else ()
+    """The files a dataset of the user's own (files, dgl) is made from, a folder's files each (Snakemake would see
+    only the folder's own time): they must exist before its download stage runs, and rerun it when they change; none
+    for the sources that download or generate."""
+    if source_of(name, options.source) not in ("files", "dgl"):
+        return ()
+    out = []
+    for p in raw_inputs(name, options):
+        out += sorted(str(f) for f in Path(p).iterdir() if f.is_file() and not f.name.startswith((".", "_"))) \
+            if Path(p).is_dir() else [p]
+    return tuple(out)
 
 
 def download(name: str, out_dir: str | Path, options) -> dict:

@@ -34,7 +34,8 @@ def generate_from(options, name: str = "synthetic") -> Graph:
     block model, or (``structure: nested``) nested communities (``sylvie.data.nested_communities``)."""
     common = {k: getattr(options, k) for k in PARAMETERS}
     if options.structure == "nested":
-        from sylvie.data.nested_communities import PARAMETERS as NESTED, generate_nested
+        from sylvie.data.nested_communities import PARAMETERS as NESTED
+        from sylvie.data.nested_communities import generate_nested
 
         return generate_nested(name=name, **common, **{k: getattr(options, k) for k in NESTED})
     if options.split != "random":

@@ -15,7 +15,6 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
-import pyarrow.dataset as pads
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
@@ -55,7 +54,12 @@ def files_of(path: str | Path, what: str, kinds: tuple[str, ...]) -> tuple[list[
     markers skipped) and their one kind, which must be among ``kinds``."""
     path = Path(path)
     if path.is_dir():
-        files = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith((".", "_")))
+        entries = [p for p in path.iterdir() if not p.name.startswith((".", "_"))]
+        folders = [p.name for p in entries if p.is_dir()]
+        if folders:
+            raise SylvieError(f"{path}: {what}: the folder holds folders ({', '.join(sorted(folders)[:3])}); give a "
+                              f"folder of files of one kind (a partitioned layout's folders are not read)")
+        files = sorted(p for p in entries if p.is_file())
         if not files:
             raise SylvieError(f"{path}: {what}: the folder holds no files")
     elif path.is_file():
@@ -103,11 +107,16 @@ def column_names(path: Path, kind: str) -> list[str]:
         raise SylvieError(f"{path}: not a readable {kind} file ({one_line(e)})") from None
 
 
-def _arrow_schema(path: Path) -> pa.Schema:
+def _arrow_reader(path: Path):
+    """An Arrow IPC file (random access) or stream, memory-mapped: its batches are read in place, never copied."""
     try:
-        return ipc.open_file(pa.memory_map(str(path))).schema
+        return ipc.open_file(pa.memory_map(str(path)))
     except pa.ArrowInvalid:  # the streaming format
-        return ipc.open_stream(pa.memory_map(str(path))).schema
+        return ipc.open_stream(pa.memory_map(str(path)))
+
+
+def _arrow_schema(path: Path) -> pa.Schema:
+    return _arrow_reader(path).schema
 
 
 def match_columns(path: Path, names: list[str], wanted: list[str], what: str) -> list[str]:
@@ -126,20 +135,30 @@ def match_columns(path: Path, names: list[str], wanted: list[str], what: str) ->
 
 
 def num_rows(files: list[Path], kind: str) -> int | None:
-    """Rows of the table, from the files' metadata (Parquet, Arrow, .npy); None for CSV (known only by reading)."""
-    if kind == "parquet":
-        return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
-    if kind == "arrow":
-        return pads.dataset([str(f) for f in files], format="ipc").count_rows()
-    if kind == "npy":
-        return sum(int(np.load(f, mmap_mode="r").shape[0]) for f in files)
-    return None
+    """Rows of the table, from the files' metadata (Parquet, an Arrow IPC file); None for CSV and Arrow streams
+    (known only by reading)."""
+    total = 0
+    for f in files:
+        try:
+            if kind == "parquet":
+                total += pq.ParquetFile(f).metadata.num_rows
+            elif kind == "arrow":
+                reader = _arrow_reader(f)
+                if not isinstance(reader, ipc.RecordBatchFileReader):
+                    return None
+                total += sum(reader.get_batch(i).num_rows for i in range(reader.num_record_batches))
+            else:
+                return None
+        except (pa.ArrowException, OSError, ValueError) as e:
+            raise SylvieError(f"{f}: not a readable {kind} file ({one_line(e)})") from None
+    return total
 
 
 def chunks(files: list[Path], kind: str, columns: list[str], what: str,
            column_types: dict[str, pa.DataType] | None = None) -> Iterator[Chunk]:
-    """The table's ``columns`` chunk by chunk, every file checked to have them. CSV: empty fields are null, strings
-    included; a column's type is inferred from its first chunk (``column_types`` fixes it)."""
+    """The table's ``columns`` chunk by chunk, every file checked to have them. CSV: only an empty field is null (a
+    value ``NA`` is the text NA); a column's type is ``column_types``' (the caller's: text for ids, labels and
+    splits, float64 for features), else inferred from the file's first 16 MB."""
     for path in files:
         match_columns(path, column_names(path, kind), columns, what)
         first = 0
@@ -153,8 +172,11 @@ def chunks(files: list[Path], kind: str, columns: list[str], what: str,
                 # 1M-row chunks, 0.80 GB with 16 MB chunks and 0.60 GB with these releases too
                 pa.default_memory_pool().release_unused()
         except pa.ArrowException as e:
-            raise SylvieError(f"{path}: {what}: could not read it past row {first} ({one_line(e)}); a value does not "
-                              f"fit its column's type (CSV: the type the first rows gave it)") from None
+            where = f"{row_name(path, first)} or after"
+            if "conversion error" in str(e).lower():  # CSV: a value that is not of its column's type
+                raise SylvieError(f"{where}: {what}: {one_line(e)}; every value of a column must be of one kind "
+                                  f"(numbers for features)") from None
+            raise SylvieError(f"{where}: {what}: the file is damaged or not {kind} ({one_line(e)})") from None
 
 
 def _rows_per_chunk(data_bytes: int, rows: int) -> int:
@@ -170,18 +192,23 @@ def _batches(path: Path, kind: str, columns: list[str], column_types: dict) -> I
         size = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
         share = len(columns) / max(len(f.schema_arrow.names), 1)  # of the columns read
         yield from f.iter_batches(batch_size=_rows_per_chunk(int(size * share), meta.num_rows), columns=columns)
-    elif kind == "arrow":
-        data = pads.dataset(str(path), format="ipc")
-        rows = _rows_per_chunk(path.stat().st_size, data.count_rows())
-        yield from data.to_batches(columns=columns, batch_size=rows)
+    elif kind == "arrow":  # mapped: the kept columns of a chunk pin file pages, not heap
+        reader = _arrow_reader(path)
+        batches = (reader.get_batch(i) for i in range(reader.num_record_batches)) \
+            if isinstance(reader, ipc.RecordBatchFileReader) else reader
+        for batch in batches:
+            batch = batch.select(columns)
+            step = _rows_per_chunk(max(batch.nbytes, 1), batch.num_rows)
+            for start in range(0, batch.num_rows, step):
+                yield batch.slice(start, step)
     else:
         reader = pacsv.open_csv(
             pa.input_stream(str(path), compression="detect"),
             read_options=pacsv.ReadOptions(block_size=_CHUNK_BYTES),
             parse_options=pacsv.ParseOptions(delimiter=_DELIMITER[kind]),
             convert_options=pacsv.ConvertOptions(include_columns=columns, strings_can_be_null=True,
-                                                 column_types={k: v for k, v in column_types.items()
-                                                               if k in columns}))
+                                                 null_values=[""], column_types={k: v for k, v in column_types.items()
+                                                                                 if k in columns}))
         with reader:
             yield from reader
 

@@ -38,7 +38,8 @@ def evaluate_partitioned(partition_dir: str | Path, model_path: str | Path, out_
         check_location(predictions, inputs=(partition_dir, model_path), stage="sylvie evaluate",
                        flag="--predictions")
     manifest = read_manifest(partition_dir)
-    names = _names(dataset_dir, manifest) if predictions else (None, None)
+    if predictions and dataset_dir is not None:
+        _check_dataset(dataset_dir, manifest)
     saved = load_model(model_path)
     model, model_cfg = model_for_inference(saved, model_path, manifest["dataset_fingerprint"], partition_dir)
     train_cfg = saved.train_cfg
@@ -63,22 +64,26 @@ def evaluate_partitioned(partition_dir: str | Path, model_path: str | Path, out_
                 ids, pred_all = rows.pop("all")  # a shard's global ids are the dataset's node ids
                 in_order = np.empty(manifest["num_nodes"], np.int64)
                 in_order[ids] = pred_all
-                write_predictions(predictions, in_order, *names)
+                write_predictions(predictions, in_order, *_names(dataset_dir, manifest))
             result = write_eval(out_path, manifest["dataset"], saved, rows,
                                 f"partition-parallel, {ctx.world} ranks")
         return result
 
 
+def _check_dataset(dataset_dir, manifest) -> None:
+    """Before any work, on every rank: ``dataset_dir`` is the dataset the partition was made from."""
+    if load_meta(dataset_dir)["fingerprint"] != manifest["dataset_fingerprint"]:
+        raise SylvieError(f"--dataset {dataset_dir}: not the dataset the partition was made from (its fingerprint "
+                          f"differs from the one in the partition's manifest.json); give that dataset's directory")
+
+
 def _names(dataset_dir, manifest) -> tuple:
-    """(node ids, class names) of the dataset the partition was made from, where ``dataset_dir`` is given and has
-    them; checked to be that dataset."""
+    """(node ids, class names) of the dataset, where ``dataset_dir`` is given and has them: read by rank 0 alone, when
+    it writes the predictions."""
     if dataset_dir is None:
         return None, None
     meta = load_meta(dataset_dir)
-    if meta["fingerprint"] != manifest["dataset_fingerprint"]:
-        raise SylvieError(f"--dataset {dataset_dir}: not the dataset the partition was made from (its fingerprint "
-                          f"differs from the one in the partition's manifest.json); give that dataset's directory")
-    return read_node_keys(dataset_dir, manifest["num_nodes"]), meta.get("class_names")
+    return read_node_keys(dataset_dir, manifest["num_nodes"], meta.get("node_keys_sha256")), meta.get("class_names")
 
 
 def _gather_to_rank0(obj, world: int) -> list | None:

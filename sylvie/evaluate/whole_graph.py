@@ -34,6 +34,7 @@ def evaluate(dataset_dir: str | Path, model_path: str | Path, out_path: str | Pa
         pred = model(block, torch.tensor(graph.features)).argmax(1).numpy()
     rows = {s: (np.asarray(graph.labels)[mask], pred[mask]) for s, mask in graph.masks.items()}
     if predictions:
-        write_predictions(predictions, pred, read_node_keys(dataset_dir, graph.num_nodes),
+        write_predictions(predictions, pred, read_node_keys(dataset_dir, graph.num_nodes,
+                                                            graph.info.get("node_keys_sha256")),
                           graph.info.get("class_names"))
     return write_eval(out_path, graph.name, saved, rows, "whole graph, one process")

@@ -3,11 +3,13 @@
 be joined back to the user's data. This module is its only writer and reader.
 
 An Arrow IPC file of one column ``key`` (int64 or large_string), one row a node, in node order: row i is the id of
-node i. A graph made from a source without ids of its own (Planetoid, OGB, synthetic, or files without a node_key)
-has no such file: its nodes' ids are their numbers.
+node i. The graph's meta.json records the file's sha256 (``node_keys_sha256``; the graph's fingerprint covers its
+arrays, not the ids), checked when it is read. A graph made from a source without ids of its own (Planetoid, OGB,
+synthetic, or files without a node_key) has no such file: its nodes' ids are their numbers.
 """
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pyarrow as pa
@@ -19,20 +21,36 @@ FILE = "node_keys.arrow"
 _TYPES = (pa.int64(), pa.large_string())
 
 
-def write_node_keys(directory: str | Path, keys: pa.Array) -> None:
-    """Write the ids into ``directory`` (a canonical graph being written: its temporary folder)."""
+def write_node_keys(directory: str | Path, keys: pa.Array) -> str:
+    """Write the ids into ``directory`` (a canonical graph being written: its temporary folder); returns the file's
+    sha256 (for meta.json)."""
     if keys.type not in _TYPES:
         raise ValueError(f"node keys must be int64 or large_string, not {keys.type}")
     table = pa.table({"key": keys})
     with ipc.new_file(Path(directory) / FILE, table.schema) as w:
         w.write_table(table)
+    return _sha256(Path(directory) / FILE)
 
 
-def read_node_keys(directory: str | Path, num_nodes: int) -> pa.Array | None:
-    """The ids of the ``num_nodes`` nodes of the canonical graph in ``directory``; None where it has none."""
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 24), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def read_node_keys(directory: str | Path, num_nodes: int, sha256: str | None = None) -> pa.Array | None:
+    """The ids of the ``num_nodes`` nodes of the canonical graph in ``directory``, checked against ``sha256`` (its
+    meta.json's ``node_keys_sha256``) where given; None where it has none."""
     path = Path(directory) / FILE
     if not path.is_file():
+        if sha256:
+            raise SylvieError(f"{path}: missing (meta.json records the nodes' ids); rerun `sylvie download`")
         return None
+    if sha256 and _sha256(path) != sha256:
+        raise SylvieError(f"{path}: changed since `sylvie download` wrote it (its sha256 is not meta.json's "
+                          f"node_keys_sha256); rerun `sylvie download`")
     try:
         table = ipc.open_file(pa.memory_map(str(path))).read_all()
         table.validate(full=True)

@@ -69,7 +69,8 @@ def partitioned_evaluation(run_name):
     r = RUNS[run_name]
     if r.evaluate.mode != "auto":
         return r.evaluate.mode == "partitioned"
-    return num_nodes_before_download(r.dataset, dataset_options(config, r.dataset)) > r.evaluate.partitioned_above
+    return num_nodes_before_download(r.dataset, dataset_options(config, r.dataset),
+                                     dataset_dir(run_name)) > r.evaluate.partitioned_above
 
 
 def evaluate_inputs(wc):
