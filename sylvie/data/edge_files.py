@@ -27,46 +27,75 @@ class EdgeRows:
 
 
 class _Lookup:
-    """Node number of each of the nodes' ids, built once for the whole edge list (Arrow's index_in would build its
-    hash table of all N ids again for every chunk): int64 ids by binary search in their sorted order, text ids by a
-    pandas.Index (its hash table kept)."""
+    """Node numbers of the nodes' ids. Integer ids: a binary search in their sorted order, built once. Text ids: Arrow's
+    hash lookup (index_in), which builds a hash table of all N ids at every call, so the edges' ids are looked up
+    in batches of at least N (``batch``): the work stays linear in the edges however many nodes there are."""
 
-    def __init__(self, keys: pa.Array):
-        self.type = keys.type
+    def __init__(self, keys: pa.Array, add: bool):
+        self.keys, self.type, self.add = keys, keys.type, add
+        self.batch = max(len(keys), 1 << 20)
         if pa.types.is_integer(keys.type):
             values = keys.to_numpy()
             self.order = np.argsort(values, kind="stable")
             self.sorted = values[self.order]
-        else:
-            import pandas as pd
-
-            self.index = pd.Index(keys.to_numpy(zero_copy_only=False), dtype=object)
 
     def numbers(self, values: pa.Array) -> np.ndarray:
         """int64 node numbers of ``values`` (of the ids' type), -1 where an id is not a node's."""
-        if pa.types.is_integer(self.type):
-            v = values.to_numpy(zero_copy_only=False)
-            at = np.minimum(np.searchsorted(self.sorted, v), max(self.sorted.shape[0] - 1, 0))
-            found = self.sorted[at] == v if self.sorted.shape[0] else np.zeros(v.shape[0], bool)
-            return np.where(found, self.order[at] if self.sorted.shape[0] else 0, -1).astype(np.int64)
-        return self.index.get_indexer(values.to_numpy(zero_copy_only=False)).astype(np.int64)
+        if not pa.types.is_integer(self.type):
+            return _filled(pc.index_in(values, value_set=self.keys))
+        v = values.to_numpy(zero_copy_only=False)
+        if not self.sorted.shape[0]:
+            return np.full(v.shape[0], -1, np.int64)
+        at = np.minimum(np.searchsorted(self.sorted, v), self.sorted.shape[0] - 1)
+        return np.where(self.sorted[at] == v, self.order[at], -1).astype(np.int64)
+
+
+def _filled(index) -> np.ndarray:
+    return pc.fill_null(index, -1).to_numpy(zero_copy_only=False).astype(np.int64)
 
 
 class _Column:
-    """One endpoint column, filled chunk by chunk; with ``unknown_nodes: add``, the rows naming unknown nodes are
-    kept aside (their positions and ids) and numbered once every chunk is read."""
+    """One endpoint column, filled chunk by chunk: node numbers where known at once, else (text ids) chunks waiting
+    for a batched lookup; with ``unknown_nodes: add``, the rows naming unknown nodes are kept aside (their positions
+    and ids) and numbered once every chunk is read."""
 
     def __init__(self, total: int | None):
         self.out = np.empty(total, np.int64) if total is not None else None
         self.parts, self.filled = [], 0
         self.unknown_rows, self.unknown_ids = [], []
+        self.waiting, self.waiting_rows = [], 0  # (start, its ids' array, values, name_row, what) of each chunk
 
-    def add(self, ids: np.ndarray) -> None:
+    def add(self, ids: np.ndarray) -> np.ndarray:
+        """Append ``ids``; returns where they are held (written over by a later lookup)."""
         if self.out is not None:
-            self.out[self.filled:self.filled + ids.shape[0]] = ids
+            held = self.out[self.filled:self.filled + ids.shape[0]]
+            held[:] = ids
         else:
+            held = ids
             self.parts.append(ids)
         self.filled += ids.shape[0]
+        return held
+
+    def wait(self, values: pa.Array, lookup: _Lookup, name_row, what: str) -> None:
+        """A chunk of text ids, looked up with the others once at least ``lookup.batch`` wait."""
+        start = self.filled
+        held = self.add(np.zeros(len(values), np.int64))
+        self.waiting.append((start, held, values, name_row, what))
+        self.waiting_rows += len(values)
+        if self.waiting_rows >= lookup.batch:
+            self.look_up(lookup)
+
+    def look_up(self, lookup: _Lookup) -> None:
+        if not self.waiting:
+            return
+        ids = lookup.numbers(pa.concat_arrays([w[2] for w in self.waiting]))
+        at = 0
+        for start, held, values, name_row, what in self.waiting:
+            mine = ids[at:at + len(values)]
+            at += len(values)
+            _unknown(self, start, mine, values, lookup.add, name_row, what)
+            held[:] = mine
+        self.waiting, self.waiting_rows = [], 0
 
     def array(self) -> np.ndarray:
         if self.out is not None:
@@ -81,7 +110,7 @@ def read_edge_rows(options, keys: pa.Array | None, num_nodes: int) -> EdgeRows:
         raise SylvieError("datasets: source files needs edges, the edge list's file or folder")
     files, kind = files_of(options.edges, "edges", EDGE_KINDS)
     add = options.unknown_nodes == "add"
-    lookup = _Lookup(keys) if keys is not None else None
+    lookup = _Lookup(keys, add) if keys is not None else None
     names = list(options.edge_columns)
     if kind == "npy":
         arrays = [_npy_pairs(f) for f in files]
@@ -98,6 +127,9 @@ def read_edge_rows(options, keys: pa.Array | None, num_nodes: int) -> EdgeRows:
             for name, col in zip(names, columns, strict=True):
                 _map(chunk.batch.column(name), col, lookup, num_nodes, add,
                      lambda r, c=chunk: row_name(c, r), f"column '{name}'")
+    for col in columns:
+        if lookup is not None:
+            col.look_up(lookup)
     return _number_unknown(columns, keys, num_nodes)
 
 
@@ -155,19 +187,29 @@ def _map(values: pa.Array, col: _Column, lookup: _Lookup | None, n: int, add: bo
     if text and pa.types.is_integer(lookup.type):  # a CSV's ids, the node table's integers
         values = _as_type(values, pa.int64(), name_row, what, "an integer, as the node table's ids are")
     values = values.cast(lookup.type)  # integers to text where the node table's ids are text
+    if not pa.types.is_integer(lookup.type):
+        col.wait(values, lookup, name_row, what)
+        return
     ids = lookup.numbers(values)
-    missing = ids < 0
-    if missing.any():
-        r = int(np.flatnonzero(missing)[0])
-        if not add:
-            raise SylvieError(f"{name_row(r)}: {what}: node {values[r].as_py()!r} is not in the node table "
-                              f"({int(missing.sum())} such ids in this chunk); add its row, or set unknown_nodes: add "
-                              f"to give it zero features and no label")
-        at = np.flatnonzero(missing)
-        col.unknown_rows.append(at + col.filled)
-        col.unknown_ids.append(values.take(pa.array(at)))
-        ids[missing] = 0  # numbered once every chunk is read
+    _unknown(col, col.filled, ids, values, add, name_row, what)
     col.add(ids)
+
+
+def _unknown(col: _Column, start: int, ids: np.ndarray, values: pa.Array, add: bool, name_row, what: str) -> None:
+    """The ids of a chunk (rows ``start``.. of the column) that are no node's (-1 in ``ids``): an error naming the
+    first, or (``add``) kept aside to be numbered after the table's nodes (0 meanwhile)."""
+    missing = ids < 0
+    if not missing.any():
+        return
+    r = int(np.flatnonzero(missing)[0])
+    if not add:
+        raise SylvieError(f"{name_row(r)}: {what}: node {values[r].as_py()!r} is not in the node table "
+                          f"({int(missing.sum())} such ids in this chunk); add its row, or set unknown_nodes: add "
+                          f"to give it zero features and no label")
+    at = np.flatnonzero(missing)
+    col.unknown_rows.append(at + start)
+    col.unknown_ids.append(values.take(pa.array(at)))
+    ids[missing] = 0  # numbered once every chunk is read
 
 
 def _number_unknown(columns: list[_Column], keys: pa.Array | None, n: int) -> EdgeRows:
