@@ -3,7 +3,7 @@
     python benchmarks/gather.py                       # CPU: 4 GB table, rows of 400, 512 and 1,536 bytes
     python benchmarks/gather.py --write benchmarks/README.md
 
-CPU: the numba gather (``sylvie/features/gather_cpu.py``) against ``torch.index_select`` and against a memory
+CPU: the numba gather (``sylvie/comm/gather_cpu.py``) against ``torch.index_select`` and against a memory
 copy of the same number of bytes (contiguous rows: the bandwidth bound). GPU (when torch sees one): the zero-copy
 kernel (``gather_cuda.py``) reading the pinned table aligned and unaligned, the conventional path (CPU gather into
 a pinned buffer + host-to-device copy), an all-in-GPU ``index_select`` (the upper bound, the table resident on the
@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from common import publish
 
-from sylvie.features.gather_cpu import gather_rows
+from sylvie.comm.gather_cpu import gather_rows
 from sylvie.features.host_memory import huge_page_table
 
 

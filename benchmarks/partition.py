@@ -13,8 +13,8 @@ from pathlib import Path
 from common import provenance
 
 from sylvie.config import section
+from sylvie.data.generated import generate_from
 from sylvie.data.graph import save_graph
-from sylvie.data.synthetic import generate_from
 from sylvie.partition.stage import partition_dataset
 
 

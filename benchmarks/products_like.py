@@ -36,7 +36,7 @@ import yaml
 from common import publish
 
 from sylvie.config import section
-from sylvie.data.synthetic import generate_from
+from sylvie.data.generated import generate_from
 from sylvie.partition.metis import metis_assign, metis_input
 
 # ogbn-products as published. Sources: [OGB] Hu et al., Open Graph Benchmark, NeurIPS 2020 (arXiv 2005.00687) and

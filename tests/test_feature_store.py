@@ -9,9 +9,9 @@ import pytest
 import torch
 from conftest import REPO
 
+from sylvie.comm.gather_cpu import gather_rows, gather_rows_at, put_rows
 from sylvie.config import resolve_runs
 from sylvie.errors import SylvieError
-from sylvie.features.gather_cpu import gather_rows, gather_rows_at, put_rows
 from sylvie.features.host_memory import huge_page_table
 from sylvie.features.store import FeatureStore
 

@@ -22,7 +22,7 @@ AREAS = {
     "sylvie.sampling.vip_stage": "vip",  # the vip stage: partition in, VIP per part out
     "sylvie.sampling": "sampling", "sylvie.runtime": "runtime",
     "sylvie.features": "features", "sylvie.comm": "comm",
-    "sylvie.features.gather_cpu": "kernels", "sylvie.features.gather_cuda": "kernels",  # the gather kernels
+    "sylvie.comm.gather_cpu": "kernels", "sylvie.features.gather_cuda": "kernels",  # the gather kernels
     "sylvie.sampling.neighbor_picks": "kernels",  # the sampler's draws
     # the Low-bit kernels and what they share; the package's public encode/decode (its __init__) is comm
     "sylvie.comm.lowbit.format": "kernels", "sylvie.comm.lowbit.scalar": "kernels", "sylvie.comm.lowbit.cpu": "kernels",
@@ -131,3 +131,39 @@ def test_the_report_stage_starts_without_torch():
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "[]", p.stdout
+
+
+def _cycles(root: Path = PACKAGE) -> list[list[str]]:
+    """The import cycles between sylvie's modules (every import, one inside a function too): each as the modules
+    along it."""
+    graph = {}
+    for path in sorted(root.rglob("*.py")):
+        here = module_name(path)
+        graph.setdefault(here, set()).update(t for _, t in imports_of(path) if t != here and _is_module(t))
+    cycles, state = [], {}
+
+    def visit(m, stack):
+        state[m] = "open"
+        stack.append(m)
+        for t in sorted(graph.get(m, ())):
+            if state.get(t) == "open":
+                cycles.append(stack[stack.index(t):] + [t])
+            elif t not in state:
+                visit(t, stack)
+        stack.pop()
+        state[m] = "done"
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [])
+    return cycles
+
+
+def test_no_two_modules_import_each_other():
+    """One direction between any two modules, also through others (a package's __init__ aside: it names its
+    modules)."""
+    found = [c for c in _cycles() if not any(m.count(".") <= 1 and m in _PACKAGES for m in c)]
+    assert found == [], "\n".join(" -> ".join(c) for c in found)
+
+
+_PACKAGES = {module_name(p) for p in PACKAGE.rglob("__init__.py")}

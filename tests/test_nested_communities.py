@@ -6,7 +6,7 @@ import pytest
 import scipy.sparse as sp
 
 from sylvie.config import section
-from sylvie.data.synthetic import generate_from
+from sylvie.data.generated import generate_from
 from sylvie.errors import SylvieError
 from sylvie.partition.metis import metis_assign, metis_input
 

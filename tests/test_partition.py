@@ -8,8 +8,9 @@ import scipy.sparse as sp
 from conftest import BIN, run
 
 from sylvie.config import section
+from sylvie.data.generated import generate_from
 from sylvie.data.graph import Graph, load_graph, save_graph
-from sylvie.data.synthetic import _guide, _last_at_most, generate_from
+from sylvie.data.synthetic import _guide, _last_at_most
 from sylvie.formats.partition_manifest import read_manifest
 from sylvie.partition.metis import symmetric_csr
 from sylvie.partition.shard_reader import read_shard, read_topology

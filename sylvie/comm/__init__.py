@@ -9,4 +9,5 @@
 - ``lowbit``: the Low-bit Module (1/2/4/8-bit stochastic quantization; numba CPU and numba-cuda kernels).
 - ``remote_rows``: rows fetched by id from their owners (sampled training); ``collective``: the all-reduce and
   all-to-all these use; ``stats``: bytes and seconds.
+- ``gather_cpu``: the row-gather kernel (numba): an owner's rows for the wire, and the feature store's host tier.
 """

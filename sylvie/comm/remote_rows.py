@@ -16,11 +16,11 @@ import time
 import torch
 
 from sylvie.comm.collective import AllToAll, torch_all_to_all
+from sylvie.comm.gather_cpu import gather_rows
 from sylvie.comm.halo_wire import FORWARD, Wire
 from sylvie.comm.lowbit.format import FULL_PRECISION
 from sylvie.comm.stats import CommStats
 from sylvie.errors import SylvieError
-from sylvie.features.gather_cpu import gather_rows
 
 HALF_PRECISION = 16
 

@@ -5,7 +5,7 @@ import contextlib
 import os
 from pathlib import Path
 
-from sylvie.data import files_source, ogb, planetoid, synthetic
+from sylvie.data import files_source, generated, ogb, planetoid
 from sylvie.data.graph import Graph, load_meta, save_graph
 from sylvie.errors import SylvieError
 from sylvie.output_dir import CANONICAL_GRAPH, check_replaceable
@@ -82,7 +82,7 @@ def load(name: str, options) -> Graph:
         from sylvie.data.dgl_file import load_dgl_file  # DGL only where a dataset is read with it
 
         return load_dgl_file(name, options)
-    return synthetic.generate_from(options, name)
+    return generated.generate_from(options, name)
 
 
 # Published node counts (Planetoid: Yang et al. 2016; OGB: Hu et al. 2020), known before anything is downloaded.

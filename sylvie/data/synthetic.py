@@ -29,21 +29,6 @@ PARAMETERS = ("nodes", "avg_degree", "features", "classes", "homophily", "featur
               "train_fraction", "val_fraction", "seed")
 
 
-def generate_from(options, name: str = "synthetic") -> Graph:
-    """The graph the dataset section ``options`` (typed, ``sylvie.config.section("dataset", ...)``) describes: a
-    block model, or (``structure: nested``) nested communities (``sylvie.data.nested_communities``)."""
-    common = {k: getattr(options, k) for k in PARAMETERS}
-    if options.structure == "nested":
-        from sylvie.data.nested_communities import PARAMETERS as NESTED
-        from sylvie.data.nested_communities import generate_nested
-
-        return generate_nested(name=name, **common, **{k: getattr(options, k) for k in NESTED})
-    if options.split != "random":
-        raise SylvieError(f"dataset {name}: split {options.split} needs structure: nested (the block model's split "
-                          f"is random); set structure: nested or split: random")
-    return generate(name=name, **common)
-
-
 def _guide(cum: np.ndarray) -> tuple[np.ndarray, float]:
     """(guide, scale) for :func:`_last_at_most`: one bucket per node over [0, cum[-1]], the bucket of a value u is
     ``int(u * scale)``, and ``guide[j]`` the last i with ``cum[i]`` at or before bucket j's start."""

@@ -4,5 +4,6 @@
   ``cache.alpha``, and the order of its own rows;
 - ``rank_features``: own rows, cached rows, or a fetch from their owners, per minibatch, with the epoch's account;
 - ``store``: the tiered store (device memory, pinned host memory read zero-copy, host memory);
-- ``host_memory``; ``gather_cpu`` and ``gather_cuda``: the gather kernels (numba CPU, numba-cuda zero-copy).
+- ``host_memory``; ``gather_cuda``: the zero-copy gather kernel (numba-cuda); the CPU one is ``sylvie.comm.gather_cpu``
+  (the owner of a row gathers it for the wire too).
 """

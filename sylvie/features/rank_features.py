@@ -19,10 +19,10 @@ import numpy as np
 import torch
 
 from sylvie.comm.collective import all_reduce_sum_together
+from sylvie.comm.gather_cpu import put_rows
 from sylvie.comm.lowbit.format import FULL_PRECISION
 from sylvie.comm.remote_rows import RemoteRows
 from sylvie.comm.stats import CommStats
-from sylvie.features.gather_cpu import put_rows
 from sylvie.features.host_memory import huge_page_table
 from sylvie.features.store import FeatureStore, check_store_options
 

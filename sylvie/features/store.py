@@ -22,8 +22,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from sylvie.comm.gather_cpu import check_gather, gather_rows, gather_rows_at
 from sylvie.errors import SylvieError
-from sylvie.features.gather_cpu import check_gather, gather_rows, gather_rows_at
 
 ZERO_COPY = ("auto", "on", "off")
 

@@ -27,12 +27,12 @@ from pathlib import Path
 from sylvie.atomic import write_json
 from sylvie.errors import SylvieError
 from sylvie.formats.checked_json import NUMBER, loads_strict, read_text, type_problem
-from sylvie.formats.recognise import looks_like
+from sylvie.formats.recognise import EVAL_RESULT_KEYS, looks_like
 from sylvie.formats.splits import SPLITS
 
 FORMAT_VERSION = 1
 FILE = "eval.json"
-MARKER_KEYS = frozenset({"dataset", "model", "train", "test_acc"})  # what marks a JSON object as an evaluation
+MARKER_KEYS = EVAL_RESULT_KEYS  # what marks a JSON object as an evaluation
 _SAMPLED_SECTIONS = ("sampling", "cache", "features")
 SECTIONS = ("model", "train", "comm", *_SAMPLED_SECTIONS)  # the run's config sections it records (EvalResult's fields)
 # What reading needs of eval.json: dotted key -> accepted types (None: null allowed); optional keys end in '?'

@@ -2,12 +2,15 @@
 expected is named as such in the reader's error ("...; it looks like a partition manifest ...").
 
 The keys are each format's own (its module's, or ``sylvie.output_dir``'s output kinds for the directories' marker
-files); the epoch record's are those of ``metrics.jsonl``'s lines as ``sylvie train`` writes them.
+files); the epoch record's and the evaluation's are kept here, and their modules, which call this one, read them
+from here (an import one way).
 """
 from __future__ import annotations
 
 # an epoch record of metrics.jsonl: the keys every line has
 EPOCH_RECORD_KEYS = frozenset({"epoch", "loss"})
+# an evaluation (eval.json): the keys that mark a JSON object as one (eval_result reads them from here)
+EVAL_RESULT_KEYS = frozenset({"dataset", "model", "train", "test_acc"})
 
 
 def _formats() -> tuple[tuple[frozenset, str], ...]:
@@ -15,7 +18,6 @@ def _formats() -> tuple[tuple[frozenset, str], ...]:
     format modules read through this one."""
     from dataclasses import fields
 
-    from sylvie.formats.eval_result import MARKER_KEYS as EVAL_KEYS
     from sylvie.formats.run_failure import RunFailure
     from sylvie.output_dir import CANONICAL_GRAPH, PARTITION, VIP
 
@@ -25,7 +27,7 @@ def _formats() -> tuple[tuple[frozenset, str], ...]:
         (frozenset(VIP.marker_keys), "a VIP analysis manifest (manifest.json of `sylvie vip`)"),
         (frozenset(CANONICAL_GRAPH.marker_keys), "a dataset's meta.json (`sylvie download`)"),
         (EPOCH_RECORD_KEYS, "an epoch record of metrics.jsonl (`sylvie train`)"),
-        (EVAL_KEYS, "an evaluation (eval.json of `sylvie evaluate`)"),
+        (EVAL_RESULT_KEYS, "an evaluation (eval.json of `sylvie evaluate`)"),
     )
 
 

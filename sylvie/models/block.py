@@ -16,18 +16,7 @@ from dataclasses import dataclass, field, replace
 
 import torch
 
-
-@dataclass(frozen=True)
-class Transpose:
-    """The block's out-edges (CSR by source): source u's edges are ``dst[indptr[u]:indptr[u + 1]]``, and
-    ``edge[e]`` is that edge's position among the block's in-edges (for per-edge values such as attention)."""
-
-    indptr: torch.Tensor  # (num_src + 1,) int64
-    dst: torch.Tensor  # (num_edges,) the block's id type
-    edge: torch.Tensor  # (num_edges,) the block's id type
-
-    def to(self, device) -> Transpose:
-        return Transpose(self.indptr.to(device), self.dst.to(device), self.edge.to(device))
+from sylvie.models.block_transpose import Transpose, transpose
 
 
 @dataclass(eq=False)
@@ -96,7 +85,6 @@ class Block:
     def transpose(self) -> Transpose:
         """The out-edges (made on first use, then kept with the block)."""
         if self._transpose is None:
-            from sylvie.models.block_transpose import transpose
             self._transpose = transpose(self.indptr, self.indices, self.num_src)
         return self._transpose
 

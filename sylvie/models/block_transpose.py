@@ -3,11 +3,24 @@ sort elsewhere). Within a source, edges keep the block's order (by destination),
 arrays."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 from numba import njit
 
-from sylvie.models.block import Transpose
+
+@dataclass(frozen=True)
+class Transpose:
+    """The block's out-edges (CSR by source): source u's edges are ``dst[indptr[u]:indptr[u + 1]]``, and
+    ``edge[e]`` is that edge's position among the block's in-edges (for per-edge values such as attention)."""
+
+    indptr: torch.Tensor  # (num_src + 1,) int64
+    dst: torch.Tensor  # (num_edges,) the block's id type
+    edge: torch.Tensor  # (num_edges,) the block's id type
+
+    def to(self, device) -> Transpose:
+        return Transpose(self.indptr.to(device), self.dst.to(device), self.edge.to(device))
 
 
 @njit(cache=True, nogil=True)

@@ -1,5 +1,6 @@
 """Row gather on the CPU: ``out[i] = table[idx[i]]``, parallel over rows (numba). The feature store's host tier on a
-machine without a GPU, and the reference the zero-copy GPU gather (``gather_cuda``) is tested against. With ``at``,
+machine without a GPU, the gather of an owner's rows for the wire (``remote_rows``), and the reference the zero-copy
+GPU gather (``sylvie.features.gather_cuda``) is tested against. With ``at``,
 the rows land at ``out[at[i]]`` in the same pass: a minibatch's input rows are assembled in place from own, cached
 and fetched rows, each written once (``put_rows`` places rows that arrived in another order).
 
