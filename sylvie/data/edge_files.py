@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sylvie.data.table_files import chunks, files_of, num_rows, ranges, read_npy, row_name
+from sylvie.data.table_files import chunks, decoded, files_of, filled, is_text, num_rows, ranges, read_npy, row_name
 from sylvie.errors import SylvieError
 
 EDGE_KINDS = ("parquet", "arrow", "csv", "tsv", "npy")
@@ -42,16 +42,12 @@ class _Lookup:
     def numbers(self, values: pa.Array) -> np.ndarray:
         """int64 node numbers of ``values`` (of the ids' type), -1 where an id is not a node's."""
         if not pa.types.is_integer(self.type):
-            return _filled(pc.index_in(values, value_set=self.keys))
+            return filled(pc.index_in(values, value_set=self.keys))
         v = values.to_numpy(zero_copy_only=False)
         if not self.sorted.shape[0]:
             return np.full(v.shape[0], -1, np.int64)
         at = np.minimum(np.searchsorted(self.sorted, v), self.sorted.shape[0] - 1)
         return np.where(self.sorted[at] == v, self.order[at], -1).astype(np.int64)
-
-
-def _filled(index) -> np.ndarray:
-    return pc.fill_null(index, -1).to_numpy(zero_copy_only=False).astype(np.int64)
 
 
 class _Column:
@@ -161,13 +157,12 @@ def _map(values: pa.Array, col: _Column, lookup: _Lookup | None, n: int, add: bo
     """Append one chunk of an endpoint column, as node numbers."""
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
-    if pa.types.is_dictionary(values.type):  # a pandas category column
-        values = values.cast(values.type.value_type)
+    values = decoded(values)  # a pandas category column: its values
     if values.null_count:
         r = int(np.flatnonzero(values.is_null().to_numpy(zero_copy_only=False))[0])
         raise SylvieError(f"{name_row(r)}: {what}: an edge without a node id")
     t = values.type
-    text = pa.types.is_string(t) or pa.types.is_large_string(t)
+    text = is_text(t)
     if not (text or pa.types.is_integer(t)):
         raise SylvieError(f"{name_row(0)}: {what} holds {t}; node ids are integers or text")
     if lookup is None:

@@ -10,7 +10,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sylvie.data.own_graph import check_split
-from sylvie.data.table_files import Chunk, chunks, column_names, files_of, match_columns, num_rows, read_npy, row_name
+from sylvie.data.table_files import (
+    Chunk,
+    chunks,
+    column_names,
+    decoded,
+    files_of,
+    filled,
+    is_text,
+    match_columns,
+    num_rows,
+    read_npy,
+    row_name,
+)
 from sylvie.errors import SylvieError
 from sylvie.formats.splits import SPLITS
 
@@ -211,16 +223,15 @@ def _first_bad(mask: np.ndarray) -> int:
 
 def _labels(col: pa.ChunkedArray, name: str, rows: _Rows) -> tuple[np.ndarray, list[str] | None]:
     """int64 labels (-1: unlabelled) and, for text labels, the class names in sorted order."""
+    col = decoded(col)
     t = col.type
-    if pa.types.is_dictionary(t):
-        col, t = col.cast(t.value_type), t.value_type
-    if _is_text(t):
+    if is_text(t):
         numbers = _as_numbers(col)
         if numbers is None:  # class names
             names = pc.unique(col.drop_null()).to_pylist()
             names.sort()
             index = pc.index_in(col, value_set=pa.array(names, type=t))
-            return _filled(index), names
+            return filled(index), names
         col, t = numbers, numbers.type
     if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_null(t)):
         raise SylvieError(f"{rows.path}: column '{name}' holds {t}; labels are "
@@ -235,10 +246,6 @@ def _labels(col: pa.ChunkedArray, name: str, rows: _Rows) -> tuple[np.ndarray, l
     return np.where(labelled, values, -1).astype(np.int64), None
 
 
-def _is_text(t: pa.DataType) -> bool:
-    return pa.types.is_string(t) or pa.types.is_large_string(t)
-
-
 def _as_numbers(col: pa.ChunkedArray) -> pa.ChunkedArray | None:
     """A text column (CSV's labels and splits are read as text) as int64 if every value is an integer, else as
     float64 if every value is a number; None if a value is neither (text, then)."""
@@ -250,26 +257,20 @@ def _as_numbers(col: pa.ChunkedArray) -> pa.ChunkedArray | None:
     return None
 
 
-def _filled(index) -> np.ndarray:
-    """An Arrow integer array with nulls as an int64 array with -1 for them."""
-    return pc.fill_null(index, -1).to_numpy(zero_copy_only=False).astype(np.int64)
-
-
 def _keys(col: pa.ChunkedArray, name: str, rows: _Rows) -> pa.Array:
     """The node ids, int64 or large_string, each once."""
+    col = decoded(col)
     t = col.type
-    if pa.types.is_dictionary(t):
-        col, t = col.cast(t.value_type), t.value_type
     if pa.types.is_integer(t):
         keys = col.cast(pa.int64()).combine_chunks()
-    elif pa.types.is_string(t) or pa.types.is_large_string(t):
+    elif is_text(t):
         keys = col.cast(pa.large_string()).combine_chunks()
     else:
         raise SylvieError(f"{rows.path}: column '{name}' holds {t}; node ids are integers or strings")
     if keys.null_count:
         r = _first_bad(keys.is_null().to_numpy(zero_copy_only=False))
         raise SylvieError(f"{rows.name(r)}: column '{name}': a node without an id; every node needs one")
-    first = _filled(pc.index_in(keys, value_set=keys))
+    first = filled(pc.index_in(keys, value_set=keys))
     dup = first != np.arange(len(keys))
     if dup.any():
         r = _first_bad(dup)
@@ -280,16 +281,15 @@ def _keys(col: pa.ChunkedArray, name: str, rows: _Rows) -> pa.Array:
 
 
 def _split_of_column(col: pa.ChunkedArray, name: str, rows: _Rows) -> dict[str, np.ndarray]:
+    col = decoded(col)
     t = col.type
-    if pa.types.is_dictionary(t):
-        col, t = col.cast(t.value_type), t.value_type
-    numbers = _as_numbers(col) if _is_text(t) else None
+    numbers = _as_numbers(col) if is_text(t) else None
     if numbers is not None and pa.types.is_integer(numbers.type):
         col, t = numbers, numbers.type
-    if _is_text(t):
+    if is_text(t):
         lowered = pc.utf8_lower(col)
         known = pa.array(list(SPLIT_NAMES), type=lowered.type)
-        index = _filled(pc.index_in(lowered, value_set=known))
+        index = filled(pc.index_in(lowered, value_set=known))
         bad = (index < 0) & ~col.is_null().to_numpy(zero_copy_only=False)
         if bad.any():
             r = _first_bad(bad)
@@ -297,7 +297,7 @@ def _split_of_column(col: pa.ChunkedArray, name: str, rows: _Rows) -> dict[str, 
                               f"val (valid, validation) or test; leave it empty for a node in no split")
         code = np.where(index < 0, -1, np.array(list(SPLIT_NAMES.values()))[np.maximum(index, 0)])
     elif pa.types.is_integer(t):
-        code = _filled(col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col)
+        code = filled(col)
         bad = (code < -1) | (code > 2)
         if bad.any():
             r = _first_bad(bad)

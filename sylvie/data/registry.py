@@ -7,6 +7,7 @@ from pathlib import Path
 
 from sylvie.data import files_source, generated, ogb, planetoid
 from sylvie.data.graph import Graph, load_meta, save_graph
+from sylvie.data.table_files import listed
 from sylvie.errors import SylvieError
 from sylvie.output_dir import CANONICAL_GRAPH, check_replaceable
 
@@ -142,8 +143,7 @@ def given_files(name: str, options) -> tuple[str, ...]:
         return ()
     out = []
     for p in raw_inputs(name, options):
-        out += sorted(str(f) for f in Path(p).iterdir() if f.is_file() and not f.name.startswith((".", "_"))) \
-            if Path(p).is_dir() else [p]
+        out += [str(f) for f in listed(Path(p)) if f.is_file()] if Path(p).is_dir() else [p]
     return tuple(out)
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
@@ -49,17 +50,22 @@ def file_kind(path: Path, what: str) -> str:
     return kind
 
 
+def listed(folder: Path) -> list[Path]:
+    """What a folder given as a table holds, in name order: hidden files and Spark's ``_SUCCESS`` markers skipped."""
+    return sorted(p for p in Path(folder).iterdir() if not p.name.startswith((".", "_")))
+
+
 def files_of(path: str | Path, what: str, kinds: tuple[str, ...]) -> tuple[list[Path], str]:
-    """The files of ``path`` (itself, or a folder's files in name order, hidden files and Spark's ``_SUCCESS``
-    markers skipped) and their one kind, which must be among ``kinds``."""
+    """The files of ``path`` (itself, or a folder's files: ``listed``) and their one kind, which must be among
+    ``kinds``."""
     path = Path(path)
     if path.is_dir():
-        entries = [p for p in path.iterdir() if not p.name.startswith((".", "_"))]
+        entries = listed(path)
         folders = [p.name for p in entries if p.is_dir()]
         if folders:
             raise SylvieError(f"{path}: {what}: the folder holds folders ({', '.join(sorted(folders)[:3])}); give a "
                               f"folder of files of one kind (a partitioned layout's folders are not read)")
-        files = sorted(p for p in entries if p.is_file())
+        files = [p for p in entries if p.is_file()]
         if not files:
             raise SylvieError(f"{path}: {what}: the folder holds no files")
     elif path.is_file():
@@ -75,6 +81,20 @@ def files_of(path: str | Path, what: str, kinds: tuple[str, ...]) -> tuple[list[
         raise SylvieError(f"{files[0]}: {what}: a {kind} file cannot hold this table; give "
                           f"{' or '.join(sorted(set(kinds)))}")
     return files, kind
+
+
+def is_text(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t)
+
+
+def decoded(values):
+    """A column (array or chunked) with a dictionary type (a pandas category column) as its values' type."""
+    return values.cast(values.type.value_type) if pa.types.is_dictionary(values.type) else values
+
+
+def filled(index) -> np.ndarray:
+    """An Arrow integer array (or chunked array) with nulls as an int64 array with -1 for them."""
+    return pc.fill_null(index, -1).to_numpy(zero_copy_only=False).astype(np.int64)
 
 
 def row_name(chunk_or_path, row: int) -> str:
