@@ -51,9 +51,13 @@ def test_every_ranks_times_travel_and_name_the_rank_that_sets_the_pace(tmp_path)
     from sylvie.train.log_line import format_epoch
     from sylvie.train.rank_times import rank_times, rank_times_slots
 
-    summed = sum(rank_times_slots(rank, 4, c, w, "cpu") for rank, (c, w) in
+    faults = [1000, 2000, 3000, 4000]
+    summed = sum(rank_times_slots(rank, 4, c, w, "cpu", faults[rank]) for rank, (c, w) in
                  enumerate(zip(FULL.rank_compute_time, FULL.rank_wait_time)))  # what the all-reduce sums
-    assert rank_times(summed) == {"rank_compute_time": FULL.rank_compute_time, "rank_wait_time": FULL.rank_wait_time}
+    got = rank_times(summed)
+    assert (got["rank_compute_time"], got["rank_wait_time"]) == (FULL.rank_compute_time, FULL.rank_wait_time)
+    assert got["rank_minor_faults"] == faults
+    assert all(peak > 10 << 20 for peak in got["rank_peak_rss"])  # this process's, 4 times
     rank, over_mean = FULL.pace()
     assert rank == 1 and over_mean == pytest.approx(1.2)
     assert "pace: rank 1 computes 0.300 s (1.20x mean), ranks wait 0.000-0.100 s" in format_epoch(FULL, 10)

@@ -31,7 +31,7 @@ class StaleHalo:
         plan whose rows they are."""
         if isinstance(item, torch.Tensor):
             item = item.detach()
-            self.used[(layer, direction)] = (item, plan)
+            self.used[(layer, direction)] = (item if self.smoothing > 0 else None, plan)
         self.incoming[(layer, direction)] = (item, plan)
 
     def take(self, layer: int, direction: int) -> torch.Tensor:
@@ -46,7 +46,9 @@ class StaleHalo:
         prev, prev_plan = self.used.get((layer, direction), (None, None))
         if self.smoothing > 0 and prev is not None and prev_plan is plan and prev.shape == rows.shape:
             rows = self.smoothing * prev + (1.0 - self.smoothing) * rows
-        self.used[(layer, direction)] = (rows, plan)
+        # the rows themselves only where the next take smooths with them: kept, they are a halo's rows held
+        # across the step for nothing (4 of them on a 3-layer model, a tensor over every halo row each)
+        self.used[(layer, direction)] = (rows if self.smoothing > 0 else None, plan)
         return rows.detach()
 
     def used_plan(self, layer: int, direction: int) -> HaloPlan | None:

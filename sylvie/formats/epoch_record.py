@@ -93,6 +93,9 @@ class EpochRecord:
     # the others wait for it (None: written before version 2 recorded them)
     rank_compute_time: list[float] | None = None
     rank_wait_time: list[float] | None = None
+    # every rank's minor page faults in the epoch and its peak RSS so far, bytes (None: written before they were)
+    rank_minor_faults: list[int] | None = None
+    rank_peak_rss: list[int] | None = None
 
     def __post_init__(self):
         if self.mode not in MODES:
@@ -163,7 +166,7 @@ _NUMERIC = {f"{name}?": (*NUMBER, type(None)) for name in (
     "sample_time", "eval_time", "bits", "bytes_sent", "bytes_received", "fp32_bytes_sent", "allreduce_bytes",
     "train_acc", "val_acc", "test_acc", "halo_time", "staleness", "minibatches", "input_rows_per_batch", "rows_local",
     "rows_cached", "rows_remote", "cache_hit_rate", "remote_bytes")}
-_RANK_TIMES = ("rank_compute_time", "rank_wait_time")
+_RANK_TIMES = ("rank_compute_time", "rank_wait_time", "rank_minor_faults", "rank_peak_rss")
 
 
 def _rank_times_problem(obj: dict) -> str | None:
@@ -185,7 +188,8 @@ _DEFAULTS = {"train_acc": None, "val_acc": None, "test_acc": None, "codec_time":
              "allreduce_bytes": 0, "bytes_received": 0, "halo_time": 0.0, "pipeline": False, "staleness": 0,
              "sync_reason": "", "boundary_sampling": 1.0, "drift_features": None, "drift_gradients": None,
              "store_device_bytes": 0, "store_host_bytes": 0, "fetch_time": 0.0, "fetch_wait_time": 0.0,
-             "remote_bytes": 0, "cache_hit_rate": None, "rank_compute_time": None, "rank_wait_time": None}
+             "remote_bytes": 0, "cache_hit_rate": None, "rank_compute_time": None, "rank_wait_time": None,
+             "rank_minor_faults": None, "rank_peak_rss": None}
 
 
 def _values(kind, obj: dict, skip: tuple[str, ...] = ()) -> dict:

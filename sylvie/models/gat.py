@@ -50,7 +50,7 @@ class GATConv(nn.Module):
         el = (feat_src * self.attn_l).sum(-1)
         er = (feat_dst * self.attn_r).sum(-1)
         rst = attend(block, feat_src, el, er, self.negative_slope, self.attn_drop if self.training else 0.0)
-        return rst + self.bias.view(1, self.num_heads, self.out_feats)
+        return rst.add_(self.bias.view(1, self.num_heads, self.out_feats))  # rst is new and kept by no backward
 
     def extra_repr(self) -> str:
         return (f"in={self.fc.in_features}, out={self.out_feats}, heads={self.num_heads}, "

@@ -34,7 +34,7 @@ class GraphConv(nn.Module):
             rst = aggregate(block, torch.matmul(h, w), out_norm, in_norm, "gcn")
         else:
             rst = torch.matmul(aggregate(block, h, out_norm, in_norm, "gcn"), w)
-        return rst + self.bias if self.bias is not None else rst
+        return rst.add_(self.bias) if self.bias is not None else rst  # rst is new and kept by no backward
 
     def extra_repr(self) -> str:
         return f"in={self.weight.shape[0]}, out={self.weight.shape[1]}"

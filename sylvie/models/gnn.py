@@ -70,7 +70,8 @@ class GNN(nn.Module):
             if self.arch == "gat":
                 h = h.mean(1) if i == len(self.convs) - 1 else h.flatten(1)
             if i < len(self.convs) - 1:
-                h = F.elu(h) if self.arch == "gat" else F.relu(h)
+                # in place on the layer's new output (ReLU's backward keeps its result, which is then that output)
+                h = F.elu(h) if self.arch == "gat" else F.relu(h, inplace=True)
         assert h.shape[0] == n_dst
         return h
 

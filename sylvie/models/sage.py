@@ -56,4 +56,4 @@ class MeanSAGEConv(nn.Module):
             neigh = aggregate(block, self.fc_neigh(src), None, scale, "mean")
         else:
             neigh = self.fc_neigh(aggregate(block, src, None, scale, "mean"))
-        return self.fc_self(dst) + neigh
+        return self.fc_self(dst).add_(neigh)  # in place: the sum is the only new tensor of the layer's output size

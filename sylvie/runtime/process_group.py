@@ -12,7 +12,7 @@ import torch.distributed as dist
 from sylvie.comm.collective import all_reduce_sum  # noqa: F401 - re-exported for the trainers
 from sylvie.errors import SylvieError
 from sylvie.formats.rank_failures import record_exception
-from sylvie.runtime.freed_memory import return_freed_memory
+from sylvie.runtime.held_memory import manage_rank_memory
 from sylvie.runtime.peer_watchdog import PeerWatchdog, collective_timeout
 
 
@@ -109,11 +109,11 @@ def one_rank_per_part(device: str, timeout_s: float, num_parts: int, partition_d
     rank raised at once, ``on_every_rank``: training that diverged) every rank first waits for the others (beating
     while it waits), so that rank 0 writes what it must before torchrun stops the run, then leaves the group. A
     failure is recorded for the launcher before the group is left, that is before the peers see this rank's
-    connections close. ``return_freed``: what the rank frees goes back to the system at once
-    (``freed_memory``), for ranks whose largest tensors span their part; not for ranks that allocate the same
-    minibatch-sized tensors every step."""
+    connections close. ``return_freed``: the rank's memory is managed for tensors that span its part (``held_memory``:
+    blocks held across epochs, or given back at once, as ``SYLVIE_CPU_MEMORY`` says); not for ranks that allocate
+    the same minibatch-sized tensors every step."""
     if return_freed:
-        return_freed_memory()
+        manage_rank_memory()
     _one_rank_per_part(_rank_and_world()[1], num_parts, partition_dir)  # before waiting for anyone
     with contextlib.ExitStack() as stack:
         if watchdog is None:

@@ -26,12 +26,15 @@ from sylvie.config import check_boundary_sampling
 from sylvie.formats.epoch_record import NOT_EVALUATED, EpochRecord, HaloEpoch, PlannedEpoch
 from sylvie.models import build_model
 from sylvie.partition.shard_format import Shard
+from sylvie.runtime import held_memory
 from sylvie.runtime.process_group import Context
 from sylvie.runtime.rank_graph import RankGraph, accuracies
 from sylvie.train.adam import Adam
 from sylvie.train.log_line import format_epoch
-from sylvie.train.rank_times import rank_times, rank_times_slots
+from sylvie.train.rank_times import minor_faults, rank_times, rank_times_slots
 from sylvie.train.step import ModelStep
+
+EVALUATION = 4  # the held-memory plan's kind of an evaluation (training steps: 0-3, by exchange mode)
 
 
 class FullGraphTrainer:
@@ -65,14 +68,17 @@ class FullGraphTrainer:
 
     def train_step(self, epoch: int) -> float:
         """One full-graph step (the epoch's only one); returns the global mean training loss."""
-        keep = not self.adaptor.mode(epoch + 1).synchronous
+        fresh, keep = self.adaptor.mode(epoch).synchronous, not self.adaptor.mode(epoch + 1).synchronous
 
         def forward():
-            block, x = self._epoch_graph(epoch, self.adaptor.mode(epoch).synchronous, keep)
+            block, x = self._epoch_graph(epoch, fresh, keep)
             logits = self.model(block, x, self.halo)
             return logits[self.train_idx], self.labels[self.train_idx]
 
-        return self.step(epoch, epoch, forward, self.num_train_global) / self.num_train_global
+        # steps of one exchange mode allocate alike (held_memory plans them); a boundary sample's sizes change
+        kind = 2 * fresh + keep if self.train_cfg.boundary_sampling == 1 else -1
+        with held_memory.step(kind):
+            return self.step(epoch, epoch, forward, self.num_train_global) / self.num_train_global
 
     def _epoch_graph(self, epoch: int, fresh: bool, keep: bool):
         """The epoch's block and layer-0 rows (the whole partition, or its boundary sample), its halo round
@@ -88,6 +94,7 @@ class FullGraphTrainer:
     def epoch(self, epoch: int, evaluate: bool = True) -> EpochRecord:
         """Train one epoch and (if ``evaluate``) evaluate; returns its record, accuracies None when not evaluated
         (and schedules epoch + 2)."""
+        faults = minor_faults()
         self.halo.start_epoch()
         self.step.stats.reset()
         mode = self.adaptor.mode(epoch)
@@ -96,12 +103,16 @@ class FullGraphTrainer:
         train_time = time.perf_counter() - t0
         # the evaluation's counts travel in the epoch's one all-reduce of traffic and drift (all ranks)
         t1 = time.perf_counter()
-        counts = self.graph.accuracy_counts(self.model) if evaluate else None
+        counts = None
+        if evaluate:
+            with held_memory.step(EVALUATION):
+                counts = self.graph.accuracy_counts(self.model)
         eval_seconds = time.perf_counter() - t1
         reduce, own = self.step.stats, self.halo.stats
         exposed = own.seconds + reduce.seconds  # this rank's wait on its peers
         compute = train_time - exposed - own.codec_seconds
-        times = rank_times_slots(self.ctx.rank, self.ctx.world, compute, exposed, self.ctx.device)
+        times = rank_times_slots(self.ctx.rank, self.ctx.world, compute, exposed, self.ctx.device,
+                                 minor_faults() - faults)
         halo = self.halo.end_epoch(extra=[times] if counts is None else [counts, times])
         acc = accuracies(counts) if evaluate else NOT_EVALUATED
         planned = self.adaptor.observe(epoch, halo.drift_features)

@@ -40,7 +40,7 @@ from sylvie.sampling.pipeline import SamplingPipeline
 from sylvie.sampling.vip import iterations_per_epoch
 from sylvie.train.adam import Adam
 from sylvie.train.log_line import format_epoch
-from sylvie.train.rank_times import rank_times, rank_times_slots
+from sylvie.train.rank_times import minor_faults, rank_times, rank_times_slots
 from sylvie.train.sampled_batches import BatchPreparer, PreparedBatch
 from sylvie.train.step import ModelStep
 
@@ -127,6 +127,7 @@ class SampledTrainer:
         return self.step(epoch * self.iterations + batch.index, epoch, forward, float(self.global_batch[batch.index]))
 
     def epoch(self, epoch: int, evaluate: bool = True) -> EpochRecord:
+        faults = minor_faults()
         self.step.stats.reset()  # each part keeps its own account of the epoch
         self.features.begin_epoch()
         self.preparer.begin_epoch()
@@ -144,7 +145,8 @@ class SampledTrainer:
         counts = self.graph.accuracy_counts(self.model) if evaluate else None
         eval_seconds = time.perf_counter() - t1
         compute, wait = max(0.0, epoch_time - waited - reduce.seconds), waited + reduce.seconds
-        times = rank_times_slots(self.ctx.rank, self.ctx.world, compute, wait, self.ctx.device)
+        times = rank_times_slots(self.ctx.rank, self.ctx.world, compute, wait, self.ctx.device,
+                                 minor_faults() - faults)
         fetch = self.features.end_epoch(self.ctx.device, extra=[times] if counts is None else [counts, times])
         acc = accuracies(counts) if evaluate else NOT_EVALUATED
         rows = fetch.rows
