@@ -11,11 +11,13 @@ from sylvie.launch.torchrun import plan_geometry, slurm_resources
 min_version("9.0")
 
 
-if os.path.exists("config/config.yaml"):  # a YAML error names the file and line (Snakemake's own names neither)
-    load_config("config/config.yaml")
+# config/config.yaml is the config unless --configfile names others, which then stand in its place (merged with
+# each other in order, not with it): `snakemake --configfile config/products.yaml` runs that config alone
+if not workflow.overwrite_configfiles:
+    if os.path.exists("config/config.yaml"):  # a YAML error names the file and line (Snakemake's own names neither)
+        load_config("config/config.yaml")
 
-
-configfile: "config/config.yaml"
+    configfile: "config/config.yaml"
 
 
 RUNS = resolve_runs(config, where="config")

@@ -43,3 +43,34 @@ def check_fits(need: int, what: str, advice: str, available: int | None = None, 
     if available is not None and need > available:
         raise SylvieError(f"{what} needs at least {gigabytes(need)} of memory, more than the {gigabytes(available)} "
                           f"{where} has available; {advice}")
+
+
+# `sylvie partition`'s peak per node of a products-shaped graph (average degree 50): 15.92 GB at 2,449,029 nodes
+# (benchmarks/README.md, the scale table); METIS's own ~100 bytes an edge is most of it
+PARTITION_BYTES_PER_NODE = 6_500
+
+
+def total_bytes() -> int | None:
+    """This machine's memory: MemTotal, capped by the cgroup's limit (None where neither can be read)."""
+    found = []
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                found.append(int(line.split()[1]) * 1024)
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        if limit != "max":
+            found.append(int(limit))
+    except (OSError, ValueError):
+        pass
+    return min(found) if found else None
+
+
+def runs_alone(peak_bytes: int, total: int | None = None) -> bool:
+    """Whether a stage whose peak is about ``peak_bytes`` must run with no other of its kind beside it: two would not
+    fit in this machine's memory (``total``, default ``total_bytes``). The pipeline gives such a stage every core,
+    so Snakemake starts nothing beside it."""
+    total = total_bytes() if total is None else total
+    return total is not None and 2 * peak_bytes > total

@@ -1,6 +1,8 @@
 # Paths shared by the rules, derived from the resolved runs; how a run's ranks are launched.
 from types import SimpleNamespace
 
+from sylvie.memory_budget import PARTITION_BYTES_PER_NODE, runs_alone
+
 
 def run_dirs():
     return [f"results/{r.name}/seed{s}" for r in RUNS.values() for s in r.train.seeds]
@@ -22,6 +24,14 @@ def partition_flags(wc):
         raise ValueError(f"data/partitions/{wc.dataset}/{wc.partition}: no run of the config reads this partition "
                          f"(the runs read {known})")
     return cli_arguments("partition", PARTITIONS[(wc.dataset, wc.partition)])
+
+
+def partition_threads(wildcards):
+    """1, or every core for a graph so large that two partitions at once would not fit in memory (the products preset
+    at full size: 16 GB each on a 24 GB machine)."""
+    nodes = num_nodes_before_download(wildcards.dataset, dataset_options(config, wildcards.dataset),
+                                      f"data/datasets/{wildcards.dataset}")
+    return workflow.cores if runs_alone(nodes * PARTITION_BYTES_PER_NODE) else 1
 
 
 def vip_dir(run_name):

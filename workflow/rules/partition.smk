@@ -8,6 +8,8 @@ rule partition:
         partition=r"[^/]+",
     params:
         flags=partition_flags,
+    # every core (so nothing runs beside it) for a graph whose partitioning takes over half this machine's memory
+    threads: partition_threads
     log:
         "logs/partition/{dataset}/{partition}.log",
     benchmark:
