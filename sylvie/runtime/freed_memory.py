@@ -8,10 +8,10 @@ at the peak of an epoch. A fixed threshold of 1 MB sends every such block to its
 
 The price is a page fault for every 4 KB page of every such block, each time one is allocated. Full-graph training
 and evaluation set it for their blocks under 1 MB, and for all of them where the blocks of 1 MB or more are not held
-across epochs (``held_memory``: by default they are). Sampled training does not set it (``train/run.py``): its tensors are a minibatch's, allocated anew every step, a small share of the part. On
-50K nodes in 4 parts, 4 ranks on 2 cores (GraphSAGE 3 x 64, fanouts 10/10/10, batch 256), a sampled epoch took
-5.8 s with the 1 MB threshold (40% of the ranks' CPU time in the kernel, on page faults) and 3.1 s with
-glibc's own.
+across epochs (``held_memory``: by default they are). Sampled training does not set it (``train/run.py``): its
+tensors are a minibatch's, allocated anew every step, a small share of the part. On 50K nodes in 4 parts, 4 ranks on
+2 cores (GraphSAGE 3 x 64, fanouts 10/10/10, batch 256), a sampled epoch took 5.8 s with the 1 MB threshold (40% of
+the ranks' CPU time in the kernel, on page faults) and 3.1 s with glibc's own.
 """
 from __future__ import annotations
 
