@@ -187,7 +187,8 @@ def test_predictions_round_trip(tmp_path):
 
 def _partition_manifest(tmp_path: Path) -> Path:
     write_manifest(tmp_path, {"dataset": "toy", "dataset_fingerprint": "f00", "num_parts": 1, "num_features": 3,
-                              "num_classes": 2, "num_train": 1, "parts": [{"part": 0, "file": "part-0.arrow"}]})
+                              "num_classes": 2, "num_train": 1, "id_bits": 32,
+                              "parts": [{"part": 0, "file": "part-0.arrow"}]})
     return tmp_path / "manifest.json"
 
 
@@ -208,5 +209,11 @@ def test_a_partition_manifest_of_another_version_or_edited_is_named(tmp_path):
     m["format_version"] = 1
     m["checksum"] = manifest_checksum(m)
     path.write_text(json.dumps(m))
-    with pytest.raises(SylvieError, match=re.escape(f"{path}: format_version 1 is not 2; rerun `sylvie partition`")):
+    with pytest.raises(SylvieError, match=re.escape(f"{path}: format_version 1, this sylvie reads 2 and 3; rerun "
+                                                    "`sylvie partition`")):
+        read_manifest(tmp_path)
+    m["format_version"], m["id_bits"] = 3, 16
+    m["checksum"] = manifest_checksum(m)
+    path.write_text(json.dumps(m))
+    with pytest.raises(SylvieError, match=re.escape(f"{path}: id_bits 16, expected 32 or 64")):
         read_manifest(tmp_path)

@@ -48,7 +48,7 @@ def evaluate_partitioned(partition_dir: str | Path, model_path: str | Path, out_
                            stage="evaluate", startup_timeout_s=float(train_cfg.get("startup_timeout", 60))) as ctx:
         shard = read_shard(partition_dir, ctx.rank, manifest)
         graph = RankGraph(ctx, shard, model_cfg.self_loop)  # copies the labels and splits
-        ids = np.array(shard.global_id) if predictions else None
+        ids = np.array(shard.global_id, dtype=np.int64) if predictions else None  # (32-bit in the shard)
         del shard  # unmapped before the forward pass (set-up read all of it, for its checksum)
         pred = graph.predict(model.to(ctx.device)).cpu().numpy()
         label = graph.labels.cpu().numpy()

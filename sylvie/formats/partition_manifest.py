@@ -4,6 +4,8 @@ from. Its fields:
     format_version       the partition's format (of this manifest and of the shards and topology it lists)
     dataset, dataset_fingerprint, method, seed
     num_parts, num_nodes, num_edges, num_features, num_classes, num_train, edge_cut
+    id_bits              32 or 64: the width of the node ids in the shards and the topology (32 where every id
+                         fits: fewer than 2^31 nodes); version 2 partitions have 64-bit ids throughout
     balance              regime (full or sampled: which constraints, ``sylvie.partition.balance``), tolerance (the
                          bound every constraint was given; null: none) and per constraint (full: inner_nodes,
                          train_nodes, edges; sampled: train_nodes, val_nodes, other_nodes, degree) its max_over_mean
@@ -19,8 +21,9 @@ This module is the manifest's only writer and reader; the shards' and the topolo
 ``sylvie.output_dir.PARTITION`` identifies a partition directory by.
 
 Version history (of the whole partition format; bump it when the shards' layout changes too): 1: the first;
-2: the manifest carries a checksum of its own. A partition of another version is refused: rerun
-``sylvie partition``.
+2: the manifest carries a checksum of its own; 3: node ids 32-bit where they fit (``id_bits``), half the bytes of a
+shard's edge lists and of the topology's sources. Version 2 partitions are still read (as 64-bit ids); any other
+version is refused: rerun ``sylvie partition``.
 """
 from __future__ import annotations
 
@@ -32,7 +35,8 @@ from sylvie.atomic import read_json
 from sylvie.errors import SylvieError
 from sylvie.output_dir import identify
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
+READS = (2, 3)  # the versions this sylvie reads (2: every id 64-bit)
 MANIFEST = "manifest.json"
 # what reading a partition needs of the manifest
 _REQUIRED = ("num_parts", "num_features", "num_classes", "num_train", "dataset_fingerprint", "parts")
@@ -79,12 +83,16 @@ def read_manifest(part_dir: str | Path) -> dict:
     if missing:
         _not_a_partition(part_dir)
         raise SylvieError(f"{path}: missing field(s) {', '.join(missing)}; rerun `sylvie partition`")
-    if manifest.get("format_version") != FORMAT_VERSION:
-        raise SylvieError(f"{path}: format_version {manifest.get('format_version')} is not {FORMAT_VERSION}; "
-                          f"rerun `sylvie partition` with this version of sylvie")
+    if manifest.get("format_version") not in READS:
+        raise SylvieError(f"{path}: format_version {manifest.get('format_version')}, this sylvie reads "
+                          f"{' and '.join(map(str, READS))}; rerun `sylvie partition` with this version of sylvie")
     if manifest.get("checksum") != manifest_checksum(manifest):
         raise SylvieError(f"{path}: was changed after `sylvie partition` wrote it (its checksum does not match its "
                           f"content); rerun `sylvie partition` rather than editing the manifest")
     if len(manifest["parts"]) != manifest["num_parts"]:
         raise SylvieError(f"{path}: lists {len(manifest['parts'])} shards for num_parts={manifest['num_parts']}")
+    if manifest["format_version"] == 2:
+        manifest = {**manifest, "id_bits": 64}
+    elif manifest.get("id_bits") not in (32, 64):
+        raise SylvieError(f"{path}: id_bits {manifest.get('id_bits')!r}, expected 32 or 64; rerun `sylvie partition`")
     return manifest

@@ -13,7 +13,9 @@ array is one contiguous, memory-mappable buffer:
                  owner's inner nodes), halo_out_degree; sorted by (owner, global id), so the rows received
                  from each peer are one contiguous block
 
-Local ids: inner rows first (in global-id order), then halo rows.
+Local ids: inner rows first (in global-id order), then halo rows. Node ids (global and local, the halo table's
+owners and owner rows, the topology's sources and original ids) are 32-bit where every id fits (fewer than 2^31
+nodes: ``id_type``; the manifest's ``id_bits``), else 64-bit; offsets, degrees and labels are 64-bit.
 """
 from __future__ import annotations
 
@@ -29,9 +31,31 @@ TOPOLOGY_FILE = "topology.arrow"
 TOPOLOGY_COLUMNS = ("in_indptr", "in_src", "original_id")
 
 
-def topology_schema() -> pa.Schema:
-    """The replicated topology: one row of large lists (one contiguous, memory-mappable buffer each)."""
-    return pa.schema([pa.field(name, pa.large_list(pa.int64())) for name in TOPOLOGY_COLUMNS])
+ID_COLUMNS = ("global_id", "edge_src", "edge_dst", "halo_global_id", "halo_owner", "halo_owner_index", "in_src",
+              "original_id")
+
+
+def id_type(num_nodes: int) -> pa.DataType:
+    """The width of a partition's node ids: 32-bit where every id fits."""
+    return pa.int32() if num_nodes < 2 ** 31 else pa.int64()
+
+
+def id_bits_type(id_bits: int) -> pa.DataType:
+    """The manifest's ``id_bits`` as an Arrow type."""
+    return pa.int32() if id_bits == 32 else pa.int64()
+
+
+def _int_field(name: str, ids: pa.DataType) -> pa.Field:
+    return pa.field(name, pa.large_list(ids if name in ID_COLUMNS else INT64))
+
+
+INT64 = pa.int64()
+
+
+def topology_schema(ids: pa.DataType = INT64) -> pa.Schema:
+    """The replicated topology: one row of large lists (one contiguous, memory-mappable buffer each); ``ids``: the
+    width of its node ids."""
+    return pa.schema([_int_field(name, ids) for name in TOPOLOGY_COLUMNS])
 
 
 @dataclass
@@ -61,9 +85,10 @@ INT_COLUMNS = ("global_id", "label", "in_degree", "out_degree", "edge_src", "edg
 MASK_COLUMNS = SPLITS  # a node's splits, a bool column each
 
 
-def shard_schema(num_features: int) -> pa.Schema:
+def shard_schema(num_features: int, ids: pa.DataType = INT64) -> pa.Schema:
+    """A shard's columns; ``ids``: the width of its node ids."""
     fields = [pa.field("feat", pa.large_list(pa.list_(pa.float32(), num_features)))]
-    fields += [pa.field(c, pa.large_list(pa.int64())) for c in INT_COLUMNS]
+    fields += [_int_field(c, ids) for c in INT_COLUMNS]
     fields += [pa.field(c, pa.large_list(pa.bool_())) for c in MASK_COLUMNS]
     return pa.schema(fields)
 

@@ -19,6 +19,7 @@ from sylvie.partition.shard_format import (
     TOPOLOGY_FILE,
     Shard,
     Topology,
+    id_bits_type,
     shard_schema,
     topology_schema,
 )
@@ -67,7 +68,8 @@ def read_shard(part_dir: str | Path, part: int, manifest: dict | None = None) ->
         raise SylvieError(f"{part_dir}: no part {part}; the partition has {manifest['num_parts']} parts")
     entry = manifest["parts"][part]
     path = part_dir / entry["file"]
-    batch = _verified_batch(path, entry["sha256"], "shard", shard_schema(manifest["num_features"]))
+    batch = _verified_batch(path, entry["sha256"], "shard",
+                            shard_schema(manifest["num_features"], id_bits_type(manifest["id_bits"])))
     arrays = {name: as_numpy(batch.column(name).values) for name in INT_COLUMNS + MASK_COLUMNS}
     feat = as_numpy(batch.column("feat").values.flatten()).reshape(-1, manifest["num_features"])
     shard = Shard(part=part, num_parts=manifest["num_parts"], num_classes=manifest["num_classes"],
@@ -89,7 +91,7 @@ def read_topology(part_dir: str | Path, manifest: dict | None = None) -> Topolog
         raise SylvieError(f"{part_dir}: has no replicated topology ({TOPOLOGY_FILE}), which sampled training and "
                           f"`sylvie vip` need; an older `sylvie partition` wrote it: rerun `sylvie partition`")
     path = part_dir / entry["file"]
-    batch = _verified_batch(path, entry["sha256"], "topology file", topology_schema())
+    batch = _verified_batch(path, entry["sha256"], "topology file", topology_schema(id_bits_type(manifest["id_bits"])))
     cols = {name: as_numpy(batch.column(name).values) for name in TOPOLOGY_COLUMNS}
     topo = Topology(**cols, part_offsets=np.asarray(entry["part_offsets"], dtype=np.int64))
     if topo.num_nodes != manifest["num_nodes"] or topo.in_src.shape[0] != manifest["num_edges"]:

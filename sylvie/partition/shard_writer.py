@@ -17,10 +17,18 @@ from sylvie.formats.partition_manifest import write_manifest
 from sylvie.output_dir import PARTITION
 from sylvie.partition.part_edges import PartEdges, part_edges
 from sylvie.partition.renumbered_csr import in_sources_in_new_order
-from sylvie.partition.shard_format import INT_COLUMNS, MASK_COLUMNS, TOPOLOGY_FILE, shard_schema, topology_schema
+from sylvie.partition.shard_format import (
+    INT_COLUMNS,
+    MASK_COLUMNS,
+    TOPOLOGY_FILE,
+    id_type,
+    shard_schema,
+    topology_schema,
+)
 
 
 def _one_row(values: np.ndarray, typ: pa.DataType) -> pa.Array:
+    """One list of ``values`` in the column's type (64-bit ids narrowed to 32 bits where the column is: checked)."""
     return pa.LargeListArray.from_arrays(pa.array([0, len(values)], pa.int64()), pa.array(values, typ.value_type))
 
 
@@ -33,9 +41,9 @@ def _write_one_batch(path: Path, schema: pa.Schema, arrays: list) -> str:
     return sink.hash.hexdigest()
 
 
-def _write_and_sum(path: Path, columns: dict[str, np.ndarray], num_features: int) -> str:
+def _write_and_sum(path: Path, columns: dict[str, np.ndarray], num_features: int, ids: pa.DataType) -> str:
     """Write a shard; its sha256."""
-    schema = shard_schema(num_features)
+    schema = shard_schema(num_features, ids)
     arrays = []
     for field in schema:
         if field.name == "feat":
@@ -92,7 +100,7 @@ def _write_topology_of(path: Path, graph: Graph, assign: np.ndarray, local_of: n
                        in_deg: np.ndarray, undirected: bool) -> list:
     """Build and write ``topology.arrow``; returns the part offsets and its sha256."""
     columns, part_offsets = _topology_columns(graph, assign, local_of, counts, in_deg, undirected)
-    schema = topology_schema()
+    schema = topology_schema(id_type(graph.num_nodes))
     sha = _write_one_batch(path, schema, [_one_row(columns[field.name], field.type) for field in schema])
     return part_offsets, sha
 
@@ -149,7 +157,7 @@ def write_shards(graph: Graph, assign: np.ndarray, out_dir: str | Path, method: 
             cols = _part_columns(graph, assign, local_of, in_deg, out_deg, edges, feat_buffer)
             edge_cut += edges.cut
             name = f"part-{k}.arrow"
-            sums[name] = pool.submit(_write_and_sum, tmp / name, cols, graph.features.shape[1])
+            sums[name] = pool.submit(_write_and_sum, tmp / name, cols, graph.features.shape[1], id_type(n))
             entries.append({
                 "part": k, "file": name,
                 "inner_nodes": int(len(cols["global_id"])), "train_nodes": int(cols["train"].sum()),
@@ -163,6 +171,7 @@ def write_shards(graph: Graph, assign: np.ndarray, out_dir: str | Path, method: 
             "dataset": graph.name, "dataset_fingerprint": dataset_fingerprint,
             "method": method, **({"partitioner": partitioner} if partitioner is not None else {}),
             "seed": seed, "num_parts": parts, "num_nodes": n, "num_edges": graph.num_edges,
+            "id_bits": id_type(n).bit_width,
             "num_features": int(graph.features.shape[1]), "num_classes": int(graph.num_classes),
             "num_train": int(graph.train_mask.sum()),
             "edge_cut": edge_cut,
