@@ -12,16 +12,15 @@ side in one run (``SYLVIE_CPU_MEMORY``, ``sylvie/runtime/held_memory.py``):
     python benchmarks/held_memory.py --before 3059992 --write benchmarks/README.md
 
 The graph: the convergence graph of ``convergence.py`` and ``before_after.py`` (50,000 nodes, average degree 20, 64
-features, 16 classes, 30% training, 10% validation), 4 METIS parts, 4 ranks on this machine (``python -m sylvie
-launch``, loopback). Models: GraphSAGE 3 x 64 and 3 x 256 (mean, no self-loops), GCN 3 x 64, GAT 3 x (4 heads x
-16); dropout 0.5, Adam lr 0.01; each fp32 synchronous and 1-bit pipelined (``--bits 1 --pipeline``: every epoch
-but the first one epoch stale).
-Every run trains ``--epochs`` epochs, evaluating only after the last. A row's figures: the median epoch time of rank
-0 over the steady epochs (all but the first ``--skip``; ``epoch_time``: training only), the median minor page
-faults of a steady epoch (the mean over the ranks; ``rank_minor_faults``, which today's code does not record), and
-each rank's peak RSS over the whole run (the kernel's high-water mark, VmHWM, read every 0.2 s while the run lasts).
-The four run one after another for each row, in an order that rotates from row to row, so that drift of the machine
-hits each alike.
+features, 16 classes, 30% training, 10% validation), 4 METIS parts (made by today's code, whose format both read), 4
+ranks on this machine (``python -m sylvie launch``, loopback). Models: GraphSAGE 3 x 64 and 3 x 256 (mean, no
+self-loops), GCN 3 x 64, GAT 3 x (4 heads x 16); dropout 0.5, Adam lr 0.01; each fp32 synchronous and 1-bit
+pipelined (``--bits 1 --pipeline``: every epoch but the first one epoch stale). Every run trains ``--epochs``
+epochs, evaluating only after the last. A row's figures: the median epoch time of rank 0 over the steady epochs (all
+but the first ``--skip``; ``epoch_time``: training only), the median minor page faults of a steady epoch (the mean
+over the ranks; ``rank_minor_faults``, which today's code does not record), and each rank's peak RSS over the whole
+run (the kernel's high-water mark, VmHWM, read every 0.2 s while the run lasts). The four run one after another for
+each row, in an order that rotates from row to row, so that drift of the machine hits each alike.
 """
 from __future__ import annotations
 
@@ -107,11 +106,12 @@ def main() -> None:
     ap.add_argument("--write", help="a Markdown file whose table (between the markers) is replaced")
     args = ap.parse_args()
     work = Path(args.work)
-    _, part = synthetic_partition(work, parts=4, nodes=args.nodes, avg_degree=20, features=64, classes=16,
-                                  train_fraction=0.3, val_fraction=0.1)
     rows = []
     with worktrees() as add:
         checkouts = {"today": add(args.before), **{v: Path(__file__).resolve().parent.parent for v in VARIANTS[1:]}}
+        with environ(version_env(checkouts["today"])):  # made by today's code: a format both versions read
+            _, part = synthetic_partition(work, parts=4, nodes=args.nodes, avg_degree=20, features=64, classes=16,
+                                          train_fraction=0.3, val_fraction=0.1)
         for i, (model, comm) in enumerate((m, c) for m in args.models for c in COMMS):
             order = VARIANTS[i % 4:] + VARIANTS[:i % 4]
             got = {}

@@ -15,17 +15,23 @@ from sylvie.errors import SylvieError
 def available_bytes() -> int | None:
     """Bytes this process may still allocate: MemAvailable, capped by the cgroup's limit less its use (None where
     neither can be read)."""
+    return _memory("MemAvailable", less_cgroup_use=True)
+
+
+def _memory(field: str, less_cgroup_use: bool) -> int | None:
+    """``field`` of /proc/meminfo, capped by the cgroup's limit (less what the cgroup uses: ``less_cgroup_use``);
+    None where neither can be read."""
     found = []
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
+            if line.startswith(f"{field}:"):
                 found.append(int(line.split()[1]) * 1024)
     except (OSError, ValueError, IndexError):
         pass
     try:
         limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
         if limit != "max":
-            used = int(Path("/sys/fs/cgroup/memory.current").read_text())
+            used = int(Path("/sys/fs/cgroup/memory.current").read_text()) if less_cgroup_use else 0
             found.append(max(0, int(limit) - used))
     except (OSError, ValueError):
         pass
@@ -52,20 +58,7 @@ PARTITION_BYTES_PER_NODE = 6_500
 
 def total_bytes() -> int | None:
     """This machine's memory: MemTotal, capped by the cgroup's limit (None where neither can be read)."""
-    found = []
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                found.append(int(line.split()[1]) * 1024)
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
-        if limit != "max":
-            found.append(int(limit))
-    except (OSError, ValueError):
-        pass
-    return min(found) if found else None
+    return _memory("MemTotal", less_cgroup_use=False)
 
 
 def runs_alone(peak_bytes: int, total: int | None = None) -> bool:

@@ -53,7 +53,9 @@ class HeldCounters:
     """The allocator's counts since it was installed: requests of ``MIN_BYTES`` or more served from a step's plan
     (``planned``), from held blocks (``hits``) or from the system (``misses``); bytes of the arena, of the other
     blocks in use and of those held; bytes the requests in use asked for and the most ever at once; steps recorded,
-    re-planned (a block lived longer than planned) and that left their plan (other requests than recorded)."""
+    re-planned (a block lived longer than planned) and that left their plan (other requests than recorded);
+    requests that waited for their planned bytes; the largest plan's least bytes (the most its blocks are alive with
+    at once: no arena can be smaller)."""
     planned: int = 0
     hits: int = 0
     misses: int = 0
