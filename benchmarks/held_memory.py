@@ -19,8 +19,9 @@ pipelined (``--bits 1 --pipeline``: every epoch but the first one epoch stale). 
 epochs, evaluating only after the last. A row's figures: the median epoch time of rank 0 over the steady epochs (all
 but the first ``--skip``; ``epoch_time``: training only), the median minor page faults of a steady epoch (the mean
 over the ranks; ``rank_minor_faults``, which today's code does not record), and each rank's peak RSS over the whole
-run (the kernel's high-water mark, VmHWM, read every 0.2 s while the run lasts). The four run one after another for
-each row, in an order that rotates from row to row, so that drift of the machine hits each alike.
+run (the kernel's high-water mark, VmHWM, read every 0.2 s while the run lasts); with ``--repeats``, the medians over
+the repeats. The four run one after another for each row and repeat, in an order that rotates, so that drift of the
+machine hits each alike.
 """
 from __future__ import annotations
 
@@ -89,6 +90,14 @@ def one_run(partition: Path, out: Path, variant: str, checkout: Path, args: list
             "peak": [peaks.peaks.get(rank, 0) for rank in range(4)]}
 
 
+def medians(runs: list[dict]) -> dict:
+    """The median over repeated runs of the epoch time, the faults and each rank's peak."""
+    faults = [r["faults"] for r in runs]
+    return {"seconds": statistics.median(r["seconds"] for r in runs),
+            "faults": statistics.median(faults) if all(f is not None for f in faults) else None,
+            "peak": [statistics.median(r["peak"][rank] for r in runs) for rank in range(4)]}
+
+
 def cell(got: dict) -> str:
     faults = "-" if got["faults"] is None else f"{got['faults']:,.0f}"
     return f"{got['seconds']:.3f} / {faults} / {'-'.join(str(round(p / 2**20)) for p in got['peak'])}"
@@ -103,7 +112,10 @@ def main() -> None:
     ap.add_argument("--skip", type=int, default=4, help="epochs left out of the medians (start-up; a plan is made "
                     "in the second step of its kind and learns in the next)")
     ap.add_argument("--models", nargs="+", choices=list(MODELS), default=list(MODELS))
+    ap.add_argument("--repeats", type=int, default=1, help="runs of each variant per row; their medians are shown "
+                    "(a rank's peak varies by 1-2 MB from run to run)")
     ap.add_argument("--write", help="a Markdown file whose table (between the markers) is replaced")
+    ap.add_argument("--section", default="held-memory-table", help="the markers' name")
     args = ap.parse_args()
     work = Path(args.work)
     rows = []
@@ -113,14 +125,15 @@ def main() -> None:
             _, part = synthetic_partition(work, parts=4, nodes=args.nodes, avg_degree=20, features=64, classes=16,
                                           train_fraction=0.3, val_fraction=0.1)
         for i, (model, comm) in enumerate((m, c) for m in args.models for c in COMMS):
-            order = VARIANTS[i % 4:] + VARIANTS[:i % 4]
-            got = {}
-            for variant in order:
-                name = f"{model}-{comm}-{variant}".replace(" ", "_")
-                got[variant] = one_run(part, work / "runs" / name, variant, checkouts[variant],
-                                       MODELS[model] + COMMS[comm], args.epochs, args.skip)
-                print(f"{model}, {comm}, {variant}: {cell(got[variant])}", flush=True)
-            rows.append((model, comm, got))
+            runs = {v: [] for v in VARIANTS}
+            for r in range(args.repeats):
+                k = (i + r) % 4
+                for variant in VARIANTS[k:] + VARIANTS[:k]:
+                    name = f"{model}-{comm}-{variant}-{r}".replace(" ", "_")
+                    runs[variant].append(one_run(part, work / "runs" / name, variant, checkouts[variant],
+                                                 MODELS[model] + COMMS[comm], args.epochs, args.skip))
+                    print(f"{model}, {comm}, {variant} ({r + 1}/{args.repeats}): {cell(runs[variant][-1])}", flush=True)
+            rows.append((model, comm, {v: medians(runs[v]) for v in VARIANTS}))
     lines = [f"{args.nodes:,}-node convergence graph (average degree 20, 64 features, 16 classes), 4 METIS parts, "
              f"4 ranks on loopback; seconds of the median steady epoch (epochs {args.skip + 1}-{args.epochs}) / its "
              "minor page faults (mean over the ranks) / each rank's peak RSS, MB (ranks 0-3): today's code "
@@ -133,7 +146,10 @@ def main() -> None:
         peak = max(got["hold"]["peak"]) / max(got["today"]["peak"])
         cells = " | ".join(cell(got[v]) for v in VARIANTS)
         lines.append(f"| {model} | {comm} | {cells} | {speed:.2f}x / {peak:.3f}x |")
-    publish("\n".join(lines), args.write, "held-memory-table")
+    if args.repeats > 1:
+        over = f"medians over {args.repeats} runs of each: seconds of the median"
+        lines[0] = lines[0].replace("seconds of the median", over)
+    publish("\n".join(lines), args.write, args.section)
 
 
 if __name__ == "__main__":
