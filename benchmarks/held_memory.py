@@ -54,8 +54,9 @@ class RankPeaks:
     def __call__(self, pid: int) -> float:
         for p in psutil.Process(pid).children(recursive=True):
             try:
-                rank = p.environ().get("RANK")
-                if rank is None or "LOCAL_RANK" not in p.environ():
+                env = p.environ()
+                rank = env.get("RANK")
+                if rank is None or "LOCAL_RANK" not in env:
                     continue
                 hwm = _vm_hwm(p.pid)
             except (psutil.Error, OSError):

@@ -45,11 +45,11 @@ def id_bits_type(id_bits: int) -> pa.DataType:
     return pa.int32() if id_bits == 32 else pa.int64()
 
 
+INT64 = pa.int64()
+
+
 def _int_field(name: str, ids: pa.DataType) -> pa.Field:
     return pa.field(name, pa.large_list(ids if name in ID_COLUMNS else INT64))
-
-
-INT64 = pa.int64()
 
 
 def topology_schema(ids: pa.DataType = INT64) -> pa.Schema:

@@ -122,11 +122,6 @@ class HeldBlocks final : public c10::Allocator {
     return counters_;
   }
 
-  void drop_held() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    drop_all_held();
-  }
-
   void step_begin(int64_t kind) {
     std::lock_guard<std::mutex> lock(mutex_);
     // the blocks of the kind's previous step freed in this one tell how long they live into it, if that step
@@ -187,9 +182,8 @@ class HeldBlocks final : public c10::Allocator {
       ++counters_.left;
       plans_.erase(kind_);  // recorded again next time
     }
-    planned_bytes_ = counters_.least = 0;
+    counters_.least = 0;
     for (auto& [kind, plan] : plans_) {
-      planned_bytes_ = std::max<uint64_t>(planned_bytes_, plan.arena_bytes);
       counters_.least = std::max<uint64_t>(counters_.least, plan.least_bytes);
     }
     while (!by_age_.empty() && total() > counters_.peak_asked) {  // a plan grew: fewer held blocks
@@ -667,7 +661,6 @@ class HeldBlocks final : public c10::Allocator {
   Plan* replaying_ = nullptr;
   char* arena_ = nullptr;
   size_t capacity_ = 0;      // the arena's bytes, untouched headroom included
-  uint64_t planned_bytes_ = 0;  // the largest plan's arena bytes
   size_t touched_ = 0;          // the arena's bytes ever handed out (resident): the highest end of a block in it
   std::map<size_t, Live> live_;  // the arena's blocks in use, by offset
   std::condition_variable freed_cv_;  // an arena block was freed (for a request waiting on its planned bytes)
@@ -711,12 +704,5 @@ void sylvie_held_counters(uint64_t* out) {
   uint64_t values[13] = {c.planned, c.hits,       c.misses,   c.arena,     c.in_use, c.held, c.asked,
                          c.peak_asked, c.recorded, c.replanned, c.left, c.waits, c.least};
   std::memcpy(out, values, sizeof(values));
-}
-
-// Give every held block back to the system (the arena stays).
-void sylvie_drop_held() {
-  if (HeldBlocks::instance != nullptr) {
-    HeldBlocks::instance->drop_held();
-  }
 }
 }

@@ -129,12 +129,6 @@ def step(kind: int):
         _library.sylvie_step_end()
 
 
-def drop_held() -> None:
-    """Give every held block back to the system (a rank done with its epochs)."""
-    if _library is not None:
-        _library.sylvie_drop_held()
-
-
 def _load() -> ctypes.CDLL:
     global _library
     if _library is None:
@@ -145,7 +139,6 @@ def _load() -> ctypes.CDLL:
             raise SylvieError(f"cannot load the held-block allocator {path}: {e}") from e
         lib.sylvie_hold_blocks.restype = ctypes.c_int
         lib.sylvie_held_counters.restype = None
-        lib.sylvie_drop_held.restype = None
         lib.sylvie_step_begin.restype = None
         lib.sylvie_step_end.restype = None
         _library = lib

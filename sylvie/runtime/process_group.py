@@ -99,7 +99,7 @@ def peers_watched(timeout_s: float, stage: str = "train", startup_timeout_s: flo
 @contextlib.contextmanager
 def one_rank_per_part(device: str, timeout_s: float, num_parts: int, partition_dir, stage: str = "train",
                       startup_timeout_s: float = 60, watchdog: PeerWatchdog | None = None,
-                      return_freed: bool = True):
+                      part_sized_memory: bool = True):
     """The ranks of a run with one rank per part of ``partition_dir``: check there is a rank for every part, watch
     the peers (``watchdog`` from
     ``peers_watched``, or one started here), wait for every rank to start (at most ``startup_timeout_s``, then
@@ -109,10 +109,10 @@ def one_rank_per_part(device: str, timeout_s: float, num_parts: int, partition_d
     rank raised at once, ``on_every_rank``: training that diverged) every rank first waits for the others (beating
     while it waits), so that rank 0 writes what it must before torchrun stops the run, then leaves the group. A
     failure is recorded for the launcher before the group is left, that is before the peers see this rank's
-    connections close. ``return_freed``: the rank's memory is managed for tensors that span its part (``held_memory``:
-    blocks held across epochs, or given back at once, as ``SYLVIE_CPU_MEMORY`` says); not for ranks that allocate
-    the same minibatch-sized tensors every step."""
-    if return_freed:
+    connections close. ``part_sized_memory``: the rank's memory is managed for tensors that span its part
+    (``held_memory``: blocks held across epochs, or given back at once, as ``SYLVIE_CPU_MEMORY`` says); not for ranks
+    that allocate the same minibatch-sized tensors every step."""
+    if part_sized_memory:
         manage_rank_memory()
     _one_rank_per_part(_rank_and_world()[1], num_parts, partition_dir)  # before waiting for anyone
     with contextlib.ExitStack() as stack:

@@ -88,7 +88,7 @@ def _train_locked(job: TrainingJob, manifest: dict, sampled, watch) -> dict | No
     extra = {k: configs[k] for k in ("sampling", "cache", "features") if k in configs}
     with one_rank_per_part(train.device, train.timeout, manifest["num_parts"], job.partition_dir,
                            startup_timeout_s=train.startup_timeout, watchdog=watch,
-                           return_freed=not sampled) as ctx:
+                           part_sized_memory=not sampled) as ctx:
         shard = read_shard(job.partition_dir, ctx.rank, manifest)
         if sampled:
             topology, vip = sampled
