@@ -3,12 +3,16 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import math
 import os
 import sys
 from pathlib import Path
 
 from sylvie.errors import SylvieError, refused_by_the_system
+from sylvie.log import configure
+
+log = logging.getLogger("sylvie.cli")
 
 
 def _download(args) -> None:
@@ -16,9 +20,9 @@ def _download(args) -> None:
     from sylvie.data.registry import download
 
     meta = download(args.name, args.out, section_from_args(args, "dataset"))
-    print(f"{meta['name']}: {meta['num_nodes']:,} nodes, {meta['num_edges']:,} edges, {meta['num_features']} features, "
-          f"{meta['num_classes']} classes, split {meta['num_train']}/{meta['num_val']}/{meta['num_test']} "
-          f"-> {args.out}")
+    log.info(f"{meta['name']}: {meta['num_nodes']:,} nodes, {meta['num_edges']:,} edges, {meta['num_features']} "
+             f"features, {meta['num_classes']} classes, split {meta['num_train']}/{meta['num_val']}/{meta['num_test']} "
+             f"-> {args.out}")
 
 
 def _export(args) -> None:
@@ -32,7 +36,8 @@ def _export(args) -> None:
                           node_key=args.node_key, label_column=args.label_column, split_column=args.split_column,
                           feature_prefix=args.feature_prefix)
     entry = export_graph(args.dataset, args.out, layout)
-    print(f"wrote {entry['edges']} and {entry['node_table']}; a config reads them back with:")
+    log.info(f"wrote {entry['edges']} and {entry['node_table']}; a config reads them back with:")
+    # the command's output (stdout), to paste or pipe into a config
     print(yaml.safe_dump({"datasets": {args.name or Path(args.dataset).name: entry}}, sort_keys=False,
                          default_flow_style=None).rstrip())
 
@@ -45,7 +50,7 @@ def _partition(args) -> None:
     p = section_from_args(args, "partition")
     manifest = partition_dataset(args.dataset, args.out, p.parts, p.method, p.seed, balance=p.balance,
                                  tolerance=p.tolerance)
-    print(format_summary(manifest))
+    log.info(format_summary(manifest))
 
 
 def _vip(args) -> None:
@@ -55,8 +60,8 @@ def _vip(args) -> None:
     out = write_vip(args.partition, args.out, section_from_args(args, "sampling", skip=("prefetch", "remote_bits")),
                     progress=args.progress and sys.stderr.isatty())
     expected = ", ".join(f"{p['expected_sampled']:,.0f}" for p in out["parts"])
-    print(f"VIP of {len(out['parts'])} parts (fanouts {out['fanouts']}, batch {out['batch_size']}): expected vertices "
-          f"sampled per minibatch {expected} -> {args.out}")
+    log.info(f"VIP of {len(out['parts'])} parts (fanouts {out['fanouts']}, batch {out['batch_size']}): expected "
+             f"vertices sampled per minibatch {expected} -> {args.out}")
 
 
 def _as_rank() -> None:
@@ -138,15 +143,15 @@ def _evaluate(args) -> None:
             value = r[f"{split}_acc"]
             return "n/a" if no_nodes(value) else f"{value:.4f}"
 
-        print(f"{r['dataset']}: train {acc('train')}, val {acc('val')}, test {acc('test')} ({r['inference']}) -> "
-              f"{args.out}", flush=True)
+        log.info(f"{r['dataset']}: train {acc('train')}, val {acc('val')}, test {acc('test')} ({r['inference']}) -> "
+                 f"{args.out}")
     _rank_done()
 
 
 def _report(args) -> None:
     from sylvie.report.html import write_report
 
-    print(f"report: {write_report(args.runs, args.out, getattr(args, 'report.title'))}")
+    log.info(f"report: {write_report(args.runs, args.out, getattr(args, 'report.title'))}")
 
 
 def _after_dashes(argv: list[str]) -> list[str]:
@@ -172,9 +177,9 @@ def _bench_cluster(args) -> None:
                                args.timeout)
     last = records[-1]
     times = sorted(r.epoch_time for r in records[1:] or records)
-    print(f"{len(records)} epochs on {nodes} emulated nodes at {args.rate}: median epoch "
-          f"{times[len(times) // 2]:.3f} s, final test accuracy {last.test_acc:.4f}; metrics in "
-          f"{Path(args.out) / 'metrics.jsonl'}")
+    log.info(f"{len(records)} epochs on {nodes} emulated nodes at {args.rate}: median epoch "
+             f"{times[len(times) // 2]:.3f} s, final test accuracy {last.test_acc:.4f}; metrics in "
+             f"{Path(args.out) / 'metrics.jsonl'}")
 
 
 def _seconds(text: str) -> float:
@@ -333,7 +338,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="stop everything after this many seconds (default: 3600)")
     c.add_argument("train_args", nargs=argparse.REMAINDER, help="flags for `sylvie train`, after --")
     c.set_defaults(func=_bench_cluster)
+    for command in [*sub.choices.values(), *bsub.choices.values()]:
+        _add_verbosity(command)
     return p
+
+
+def _add_verbosity(parser: argparse.ArgumentParser) -> None:
+    """-q/--quiet (warnings and errors only) and -v/--verbose (also debug messages); default: also the progress
+    lines (an epoch, what a stage wrote)."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("-q", "--quiet", dest="verbosity", action="store_const", const="quiet", default="normal",
+                       help="print only warnings and errors")
+    group.add_argument("-v", "--verbose", dest="verbosity", action="store_const", const="verbose",
+                       help="also print debug messages")
 
 
 def _error(stage: str, message: str) -> None:
@@ -341,7 +358,7 @@ def _error(stage: str, message: str) -> None:
     from sylvie.formats.rank_failures import record_failure
 
     rank = os.environ.get("RANK") if "LOCAL_RANK" in os.environ else None
-    print(f"sylvie {stage}: error{'' if rank is None else f' on rank {rank}'}: {message}", file=sys.stderr, flush=True)
+    log.error(f"sylvie {stage}: error{'' if rank is None else f' on rank {rank}'}: {message}")
     record_failure(message)
 
 
@@ -361,6 +378,7 @@ def _output_lock(args):
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    configure(args.verbosity)
     try:
         with _output_lock(args):
             code = args.func(args)
@@ -376,7 +394,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         if "TORCHELASTIC_RUN_ID" not in os.environ:  # a rank's launcher says it once for the run
-            print(f"sylvie {args.stage}: interrupted", file=sys.stderr)
+            log.error(f"sylvie {args.stage}: interrupted")
         return 130
     except Exception as e:  # a bug or a failed collective: the traceback follows, the launcher repeats the line
         _fault(e)

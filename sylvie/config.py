@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import copy
 import dataclasses
+import json
 import math
 import shlex
 from dataclasses import dataclass
@@ -299,7 +300,18 @@ def top_level_properties(name: str) -> dict:
 
 # ---- CLI flags from the schema -------------------------------------------------------------------
 
-_TYPES = {"integer": int, "number": float, "string": str}
+def _json_object(text: str) -> dict:
+    """An object knob's flag: a JSON object (``--optimizer-args '{"momentum": 0.9}'``)."""
+    try:
+        value = json.loads(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"not JSON ({e}): give an object, e.g. '{{\"momentum\": 0.9}}'") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"{text!r} is a JSON {type(value).__name__}, not an object ({{...}})")
+    return value
+
+
+_TYPES = {"integer": int, "number": float, "string": str, "object": _json_object}
 _GIVEN = "_given_flags"  # attribute of the parsed arguments: dest -> the option string the user wrote
 
 
@@ -385,6 +397,9 @@ def cli_arguments(section: str, values, skip: tuple[str, ...] = ()) -> str:
             out.append(flag if v else "--no-" + key.replace("_", "-"))
         elif isinstance(v, list):
             out += [flag, *map(str, v)]
+        elif isinstance(v, dict):
+            if v:  # {} is every object knob's default
+                out += [flag, json.dumps(v)]
         else:
             out += [flag, str(v)]
     return shlex.join(out)

@@ -12,6 +12,7 @@ Two checks, both before any work and again when an output directory is replaced:
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import uuid
@@ -19,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sylvie.errors import SylvieError
+
+log = logging.getLogger(__name__)
 
 # Snakemake's marker in a directory output (its time stamp): part of the output, replaced with it, as the new
 # output is newer than what it marked
@@ -65,7 +68,7 @@ CANONICAL_GRAPH = OutputKind("canonical graph", "sylvie download", "meta.json", 
 # A run directory is written into, never replaced: what training, evaluation and the emulated cluster put there,
 # and the temporary files of a write that was killed.
 RUN = OutputKind("run directory", "sylvie train", None, (), r"model\.pt|metrics\.jsonl|eval\.json|failed\.json|"
-                 r"train\.lock|node\d+\.log|\..+\.tmp-\w+", subdirs=r"checkpoints")
+                 r"train\.lock|node\d+\.log|\..+\.tmp-\w+", subdirs=r"checkpoints|tensorboard")
 VIP = OutputKind("VIP analysis", "sylvie vip", "manifest.json", ("kind", "fanouts", "batch_size", "parts"),
                  r"manifest\.json|vip-\d+\.npy")
 PARTITION = OutputKind("partition", "sylvie partition", "manifest.json", ("format_version", "parts", "num_parts"),
@@ -176,4 +179,4 @@ def replace_directory(tmp: Path, out: str | os.PathLike, kind: OutputKind, input
     try:
         old.rmdir()
     except OSError:
-        print(f"{kind.stage}: kept {old}: something was added to {out} while this stage ran", flush=True)
+        log.warning(f"{kind.stage}: kept {old}: something was added to {out} while this stage ran")

@@ -35,7 +35,7 @@ def test_two_node_cluster_at_a_low_rate_trains_and_tears_down(cora_partitions, t
     p = run([str(BIN / "sylvie"), "bench", "cluster", "--partition", str(cora_partitions[2]), "--out", str(out),
              "--rate", "20mbit", "--timeout", "300", "--", "--epochs", "6", "--bits", "1", "--pipeline",
              "--checkpoint-every", "0"], timeout=400)
-    assert "6 epochs on 2 emulated nodes at 20mbit" in p.stdout
+    assert "6 epochs on 2 emulated nodes at 20mbit" in p.stderr
     records = read_jsonl(out / "metrics.jsonl")
     assert [r["staleness"] for r in records] == [0, 1, 1, 1, 1, 1]
     assert all(r["bytes_sent"] > 0 for r in records) and sum(r["hidden_comm_time"] for r in records) > 0

@@ -48,6 +48,8 @@ MORE = {
 ELSEWHERE = {
     ("train", "device", "cuda"): "needs a GPU (make gpu); device cpu and auto train here",
     ("features", "zero_copy", "on"): "needs a GPU; refused without one in test_sampled_training.py",
+    ("train", "tensorboard", True): "tests/test_tensorboard.py reads the scalars it writes; "
+                                    "tests/test_core_install.py trains with it where TensorBoard is not installed",
 }
 
 

@@ -53,7 +53,7 @@ def test_ogb_download_through_mirror(cora_dir, mirror, tmp_path):
     out = tmp_path / "ds" / "ogbn-arxiv"
     p = run([str(BIN / "sylvie"), "download", "ogbn-arxiv", "--mirror", mirror, "--root", str(tmp_path / "raw"),
              "--out", str(out)])
-    assert "2,708 nodes, 10,556 edges" in p.stdout
+    assert "2,708 nodes, 10,556 edges" in p.stderr
     ogb_graph, cora = load_graph(out), load_graph(cora_dir)
     assert ogb_graph.info["url"] == mirror + "arxiv.zip"
     np.testing.assert_array_equal(ogb_graph.labels, cora.labels)
@@ -108,4 +108,4 @@ def test_a_corrupt_archive_is_not_reused(cora_dir, mirror, tmp_path):
     assert not (tmp_path / "raw" / "arxiv.zip").exists() and (tmp_path / "raw" / "arxiv.zip.corrupt").exists()
     (served / "arxiv.zip").write_bytes(good)  # the mirror is fixed: the next run downloads again
     p = run(args)
-    assert "2,708 nodes" in p.stdout
+    assert "2,708 nodes" in p.stderr

@@ -165,7 +165,7 @@ def test_gzip_csv_and_the_command_line_exit(tmp_path):
     assert p.returncode != 0 and not (tmp_path / "ds").exists()
     assert "edges.csv.gz, line 3: column 'dst': node 'q' is not in the node table" in p.stderr.strip().splitlines()[-1]
     p = run([str(BIN / "sylvie"), "download", "mine", *flags, "--unknown-nodes", "add", "--out", str(tmp_path / "ds")])
-    assert "5 nodes, 4 edges" in p.stdout
+    assert "5 nodes, 4 edges" in p.stderr
 
 
 def test_dgl_source_without_dgl_names_the_install_command(tmp_path, monkeypatch):

@@ -22,7 +22,7 @@ from sylvie.partition.stage import partition_dataset
 def test_shards_cover_graph(cora_dir, tmp_path, method):
     out = tmp_path / "p3"
     p = run([str(BIN / "sylvie"), "partition", str(cora_dir), "--out", str(out), "--parts", "3", "--method", method])
-    assert "edge cut" in p.stdout and "replication factor" in p.stdout
+    assert "edge cut" in p.stderr and "replication factor" in p.stderr
     graph, manifest = load_graph(cora_dir), read_manifest(out)
     shards = [read_shard(out, k, manifest) for k in range(3)]
     ids = np.concatenate([s.global_id for s in shards])

@@ -28,7 +28,7 @@ def test_partitioned_and_whole_graph_evaluation_agree(regime, cora_dir, cora_par
          "--out", str(tmp_path / "whole.json"), "--predictions", str(tmp_path / "whole.npy")])
     p = ranks(4, "--no-python", "sylvie", "evaluate", "--partition", part, "--model", model,
                  "--out", tmp_path / "parts.json", "--predictions", tmp_path / "parts.npy")
-    assert "partition-parallel, 4 ranks" in p.stdout
+    assert "partition-parallel, 4 ranks" in p.stderr
     whole, parts = read_predictions(tmp_path / "whole.npy"), read_predictions(tmp_path / "parts.npy")
     assert whole.shape == (2708,) and np.array_equal(whole, parts)
     a, b = read_eval_result(tmp_path / "whole.json"), read_eval_result(tmp_path / "parts.json")

@@ -8,6 +8,7 @@ import json
 import re
 
 import pytest
+import torch
 import yaml
 from conftest import BIN, REPO, copy_repo, run
 
@@ -109,6 +110,18 @@ def test_metrics_have_one_line_per_epoch(finished_pipeline):
     for key in ("loss", "train_acc", "val_acc", "epoch_time", "comm_time", "bytes_sent", "bytes_received"):
         assert key in rec
     assert rec["bytes_sent"] > 0 and rec["comm_time"] > 0
+
+
+@pytest.mark.e2e
+def test_the_configured_optimiser_and_schedule_train(finished_pipeline):
+    """sage-p2-1bit-pipe-k2 trains with AdamW, 2 epochs of warm-up from 0.1 x lr, then a cosine over the other 4."""
+    lrs = [json.loads(line)["lr"] for line in
+           (finished_pipeline / "results/sage-p2-1bit-pipe-k2/seed0/metrics.jsonl").read_text().splitlines()]
+    assert lrs == pytest.approx([0.001, 0.0055, 0.01, 0.01 * (1 + 2 ** -0.5) / 2, 0.005, 0.01 * (1 - 2 ** -0.5) / 2])
+    model = torch.load(finished_pipeline / "results/sage-p2-1bit-pipe-k2/seed0/model.pt", weights_only=True)
+    assert model["train_cfg"]["optimizer"] == "AdamW" and model["train_cfg"]["lr_schedule"] == "CosineAnnealingLR"
+    assert set(json.loads(line)["lr"] for line in
+               (finished_pipeline / "results/gcn-p4/seed0/metrics.jsonl").read_text().splitlines()) == {0.01}
 
 
 @pytest.mark.e2e

@@ -105,7 +105,7 @@ def test_the_vip_stage_writes_one_array_per_part(cora_partitions, tmp_path):
     out = tmp_path / "vip"
     p = run([str(BIN / "sylvie"), "vip", str(cora_partitions[2]), "--out", str(out), "--fanouts", "10", "5",
              "--batch-size", "32"])
-    assert "VIP of 2 parts" in p.stdout
+    assert "VIP of 2 parts" in p.stderr
     topo = read_topology(cora_partitions[2])
     trains = [topo.part_offsets[k] + np.flatnonzero(read_shard(cora_partitions[2], k).train) for k in range(2)]
     iterations = -(-max(map(len, trains)) // 32)  # the trainer's minibatches per epoch; each part's cut evenly

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 import socket
@@ -12,6 +13,8 @@ import numpy as np
 
 from sylvie.data.graph import Graph, edges_of_keys, remove_self_loops, undirected_keys
 from sylvie.errors import SylvieError
+
+log = logging.getLogger(__name__)
 
 NAMES = ("ogbn-arxiv", "ogbn-products", "ogbn-papers100M")
 # Directed citation graphs are made undirected, as in the OGB and DGL reference examples.
@@ -50,7 +53,7 @@ def _ogb_downloads_into(root: Path):
     import ogb.nodeproppred.dataset as ds_mod
 
     def confirm(url):
-        print(f"downloading {url}", flush=True)
+        log.info(f"downloading {url}")
         return True
 
     saved, cwd = ds_mod.decide_download, os.getcwd()

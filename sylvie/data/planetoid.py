@@ -20,6 +20,7 @@ import collections
 import hashlib
 import http.client
 import io
+import logging
 import operator
 import os
 import pickle
@@ -36,6 +37,8 @@ import scipy.sparse as sp
 from sylvie.atomic import file_sha256
 from sylvie.data.graph import Graph, remove_self_loops
 from sylvie.errors import SylvieError
+
+log = logging.getLogger(__name__)
 
 NAMES = ("cora", "citeseer", "pubmed")
 SUFFIXES = ("x", "y", "tx", "ty", "allx", "ally", "graph", "test.index")
@@ -315,7 +318,7 @@ def _download(name: str, raw_dir: Path, timeout_s: float) -> dict[str, Path]:
     internal, url, folder_name = _layout(name)
     raw_dir.mkdir(parents=True, exist_ok=True)
     archive = raw_dir / f"{internal}.zip"
-    print(f"downloading {url}", flush=True)
+    log.info(f"downloading {url}")
     try:
         with tempfile.NamedTemporaryFile(dir=raw_dir, prefix=f".{archive.name}.", delete=False) as part:
             try:

@@ -96,6 +96,7 @@ class EpochRecord:
     # every rank's minor page faults in the epoch and its peak RSS so far, bytes (None: written before they were)
     rank_minor_faults: list[int] | None = None
     rank_peak_rss: list[int] | None = None
+    lr: float | None = None  # the learning rate of the epoch's optimiser steps (None: written before it was)
 
     def __post_init__(self):
         if self.mode not in MODES:
@@ -165,7 +166,7 @@ _NUMERIC = {f"{name}?": (*NUMBER, type(None)) for name in (
     "epoch", "epoch_time", "compute_time", "comm_time", "hidden_comm_time", "codec_time", "allreduce_time",
     "sample_time", "eval_time", "bits", "bytes_sent", "bytes_received", "fp32_bytes_sent", "allreduce_bytes",
     "train_acc", "val_acc", "test_acc", "halo_time", "staleness", "minibatches", "input_rows_per_batch", "rows_local",
-    "rows_cached", "rows_remote", "cache_hit_rate", "remote_bytes")}
+    "rows_cached", "rows_remote", "cache_hit_rate", "remote_bytes", "lr")}
 _RANK_TIMES = ("rank_compute_time", "rank_wait_time", "rank_minor_faults", "rank_peak_rss")
 
 
@@ -189,7 +190,7 @@ _DEFAULTS = {"train_acc": None, "val_acc": None, "test_acc": None, "codec_time":
              "sync_reason": "", "boundary_sampling": 1.0, "drift_features": None, "drift_gradients": None,
              "store_device_bytes": 0, "store_host_bytes": 0, "fetch_time": 0.0, "fetch_wait_time": 0.0,
              "remote_bytes": 0, "cache_hit_rate": None, "rank_compute_time": None, "rank_wait_time": None,
-             "rank_minor_faults": None, "rank_peak_rss": None}
+             "rank_minor_faults": None, "rank_peak_rss": None, "lr": None}
 
 
 def _values(kind, obj: dict, skip: tuple[str, ...] = ()) -> dict:

@@ -74,7 +74,7 @@ def load_model(path: str | Path) -> ModelFile:
     if not p.is_file():
         raise SylvieError(f"{p}: trained model not found; run `sylvie train` first")
     try:
-        content = torch.load(p, map_location="cpu", weights_only=False)
+        content = torch.load(p, map_location="cpu", weights_only=True)
     except OSError as e:  # the system refused the read: the file may be a model; say what the system said
         raise SylvieError(f"{p}: cannot read the trained model: {system_said(e)[0]}; make it readable to you (or run "
                           f"as its owner) and try again") from None

@@ -11,6 +11,7 @@ a stopped rank (SIGSTOP) ends when torchrun stops the run rather than 30 s later
 """
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import signal
@@ -22,6 +23,9 @@ import time
 
 from sylvie.formats.rank_failures import ENV, describe, first_failure, record_rank_exit
 from sylvie.launch.process_tree import die_with_parent, start_time
+from sylvie.log import configure
+
+log = logging.getLogger("sylvie.launch.supervise")  # (by name: this module also runs as __main__)
 
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -78,12 +82,12 @@ def run_supervised(argv: list[str], env: dict, what: str, collect_failures: bool
             entry = first_failure(folder) if folder else None
             how = f"exited {code}" if code > 0 else f"was ended by signal {-code}"
             if stopped:
-                print(f"sylvie launch: stopped {what} ({stopped[0]})", file=sys.stderr, flush=True)
+                log.error(f"sylvie launch: stopped {what} ({stopped[0]})")
             elif entry:
-                print(f"sylvie launch: {what} {how}; {describe(entry)}", file=sys.stderr, flush=True)
+                log.error(f"sylvie launch: {what} {how}; {describe(entry)}")
             elif folder:
-                print(f"sylvie launch: {what} {how}; no rank reported an error of its own (one failed to start, was "
-                      f"killed by a signal, or ran out of memory?); see the output above", file=sys.stderr, flush=True)
+                log.error(f"sylvie launch: {what} {how}; no rank reported an error of its own (one failed to start, "
+                          f"was killed by a signal, or ran out of memory?); see the output above")
     finally:
         if folder:
             shutil.rmtree(folder, ignore_errors=True)
@@ -115,8 +119,6 @@ def _continue_what_torchrun_stops() -> None:
 def _quiet_about_signals() -> None:
     """torchrun logs "Received SIGINT death signal, shutting down workers" and "Sending process N closing signal
     SIGTERM" for each rank as it stops them; the launcher's own last line says that the run was stopped, and why."""
-    import logging
-
     class NotTheStopping(logging.Filter):
         def filter(self, record: logging.LogRecord) -> bool:
             msg = str(record.msg)
@@ -144,10 +146,11 @@ def torchrun_main(argv: list[str]) -> int:
         if folder:
             for seq, (rank, failure) in enumerate(e.failures.items()):
                 record_rank_exit(folder, rank, failure.pid, failure.exitcode, failure.timestamp, seq)
-        print(e, file=sys.stderr, flush=True)
+        log.error(str(e))
         return 1
     return 0
 
 
 if __name__ == "__main__":
+    configure()
     sys.exit(torchrun_main(sys.argv[1:]))

@@ -14,6 +14,7 @@ Snakemake rule is the same locally and under Slurm:
 """
 from __future__ import annotations
 
+import logging
 import math
 import os
 import shutil
@@ -23,6 +24,8 @@ from dataclasses import dataclass
 
 from sylvie.errors import SylvieError
 from sylvie.launch.supervise import run_supervised
+
+log = logging.getLogger(__name__)
 
 RDZV_PORT_BASE = 20000  # c10d port = base + job id mod 10000: concurrent jobs on a shared node differ
 
@@ -153,8 +156,8 @@ def slurm_task_argv(g: Geometry, command: list[str]) -> list[str]:
     if not nodelist:
         raise SylvieError("--slurm-task: SLURM_STEP_NODELIST is not set (start it through srun)")
     endpoint = f"{first_node_address(nodelist)}:{RDZV_PORT_BASE + job % 10000}"
-    print(f"sylvie launch: Slurm job {job} step {step}, node {node + 1} of {g.nodes} "
-          f"({os.environ.get('SLURMD_NODENAME', '?')}), {g.ranks_per_node} ranks, rendezvous {endpoint}", flush=True)
+    log.info(f"sylvie launch: Slurm job {job} step {step}, node {node + 1} of {g.nodes} "
+             f"({os.environ.get('SLURMD_NODENAME', '?')}), {g.ranks_per_node} ranks, rendezvous {endpoint}")
     return multinode_argv(g.nodes, g.ranks_per_node, endpoint, f"slurm-{job}.{step}", node == 0, command)
 
 

@@ -6,13 +6,15 @@ all but the seed; each group is one row of the table and one line of the plots, 
 from __future__ import annotations
 
 import json
-import sys
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sylvie.errors import SylvieError
 from sylvie.formats.eval_result import SECTIONS, EvalResult
 from sylvie.report.run_output import RunOutput, failed, finished, read_run
+
+log = logging.getLogger(__name__)
 
 # Knobs that change how a run was watched, not what a finished run computed or how fast: seeds differing only in
 # them (or written before one of them existed) are one run
@@ -68,7 +70,7 @@ def _read_once(run_dirs: list[str | Path]) -> list[RunOutput]:
         same = out.directory.resolve()
         if same in seen:
             also = "" if str(d) == str(seen[same]) else f" (also as {seen[same]})"
-            print(f"sylvie report: {d}: given more than once{also}; it counts once", file=sys.stderr)
+            log.warning(f"sylvie report: {d}: given more than once{also}; it counts once")
             continue
         seen[same] = d
         outputs.append(out)

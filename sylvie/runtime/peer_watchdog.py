@@ -16,9 +16,9 @@ thread that never waits on the network: a silent peer is named within ``timeout`
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import socket
-import sys
 import threading
 import time
 from datetime import timedelta
@@ -27,6 +27,8 @@ import torch.distributed as dist
 
 from sylvie.errors import SylvieError
 from sylvie.formats.rank_failures import record_failure
+
+log = logging.getLogger(__name__)
 
 # What the rendezvous store raises when it cannot be reached: torch's DistStoreError / DistNetworkError (and, in
 # some versions and paths, a plain RuntimeError), or the socket's OSError (ConnectionError, TimeoutError). Anything
@@ -129,7 +131,7 @@ class PeerWatchdog:
         if self._stop.is_set():
             return
         line = f"sylvie {self.stage}: error on rank {self.rank}: {message}"
-        print(line, file=sys.stderr, flush=True)
+        log.error(line)
         record_failure(message)
         os._exit(1)  # the main thread may be blocked inside a collective; torchrun then stops the other ranks
 

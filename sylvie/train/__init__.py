@@ -9,6 +9,6 @@ resume, epochs, best-validation weights, divergence, checkpoints) with one of tw
 
 Both take the same optimisation step (``step``: seeding, forward, loss, backward, gradient all-reduce, the stop on
 a non-finite loss) and return one ``EpochRecord`` per epoch (``sylvie.formats.epoch_record``, ``metrics.jsonl``);
-``checkpoint``, ``run_lock`` and ``log_line`` serve the loop; ``adam`` is the optimiser (torch's Adam, without the
-second of start-up that ``torch.optim`` costs every rank).
+``checkpoint``, ``run_lock`` and ``log_line`` serve the loop; ``optimiser`` builds the ``torch.optim`` optimiser and
+lr schedule the config names.
 """

@@ -13,6 +13,12 @@ import torch
 
 from sylvie.atomic import atomic_path
 from sylvie.config import resumable_keys
+from sylvie.train.optimiser import schedule_follows_epochs
+
+# train knobs added after checkpoints carried an identity, with their defaults: a knob at its default is left out of
+# the identity, so that those checkpoints still resume
+_LATER_TRAIN_KNOBS = {"mode": "full", "boundary_sampling": 1, "optimizer": "Adam", "optimizer_args": {},
+                      "lr_schedule": None, "lr_schedule_args": {}, "warmup_epochs": 0, "warmup_start_factor": 0.1}
 
 
 def run_identity(model_cfg: dict, train_cfg: dict, comm_cfg: dict, manifest: dict,
@@ -22,7 +28,9 @@ def run_identity(model_cfg: dict, train_cfg: dict, comm_cfg: dict, manifest: dic
     ident = {f"model.{k}": v for k, v in model_cfg.items()}
     # the defaults of knobs added later are left out, so that checkpoints from before them still resume
     ident.update({f"train.{k}": v for k, v in train_cfg.items() if k not in resumable_keys("train")
-                  and not (k == "mode" and v == "full") and not (k == "boundary_sampling" and v == 1)})
+                  and not (k in _LATER_TRAIN_KNOBS and v == _LATER_TRAIN_KNOBS[k])})
+    if schedule_follows_epochs(train_cfg.get("lr_schedule"), train_cfg.get("lr_schedule_args")):
+        ident["train.epochs"] = train_cfg["epochs"]  # the schedule's length: another epochs is another trajectory
     for name, cfg in {"comm": comm_cfg, **(extra or {})}.items():
         ident.update({f"{name}.{k}": v for k, v in cfg.items() if k not in resumable_keys(name)})
     ident.update({
@@ -56,7 +64,7 @@ def load_checkpoint(path: Path, identity: dict, epochs: int) -> tuple[dict | Non
     if not path.is_file():
         return None, None
     try:
-        state = torch.load(path, map_location="cpu", weights_only=False)
+        state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # a truncated or foreign file: start afresh rather than crash
         return None, f"it cannot be read ({type(e).__name__}: {e})"
     saved = state.get("identity") if isinstance(state, dict) else None

@@ -29,8 +29,8 @@ from sylvie.partition.shard_format import Shard
 from sylvie.runtime import held_memory
 from sylvie.runtime.process_group import Context
 from sylvie.runtime.rank_graph import RankGraph, accuracies
-from sylvie.train.adam import Adam
 from sylvie.train.log_line import format_epoch
+from sylvie.train.optimiser import Optimiser
 from sylvie.train.rank_times import minor_faults, rank_times, rank_times_slots
 from sylvie.train.step import ModelStep
 
@@ -58,8 +58,8 @@ class FullGraphTrainer:
         self.num_train_global = shard.num_train_global
         torch.manual_seed(seed)  # identical initial weights on every rank
         self.model = build_model(model, shard.feat.shape[1], shard.num_classes).to(dev)
-        self.opt = Adam(self.model.parameters(), lr=train.lr, weight_decay=train.weight_decay)
-        self.step = ModelStep(self.model, self.opt, seed, ctx.world, ctx.rank, train.lr)
+        self.opt = Optimiser(self.model.parameters(), train)
+        self.step = ModelStep(self.model, self.opt, seed, ctx.world, ctx.rank)
 
     def _adaptor(self, start: int) -> BoundedStalenessAdaptor:
         c = self.comm
@@ -98,9 +98,11 @@ class FullGraphTrainer:
         self.halo.start_epoch()
         self.step.stats.reset()
         mode = self.adaptor.mode(epoch)
+        lr = self.opt.lr
         t0 = time.perf_counter()
         loss = self.train_step(epoch)
         train_time = time.perf_counter() - t0
+        self.opt.end_epoch()
         # the evaluation's counts travel in the epoch's one all-reduce of traffic and drift (all ranks)
         t1 = time.perf_counter()
         counts = None
@@ -117,7 +119,7 @@ class FullGraphTrainer:
         acc = accuracies(counts) if evaluate else NOT_EVALUATED
         planned = self.adaptor.observe(epoch, halo.drift_features)
         return EpochRecord(
-            epoch=epoch, mode="full", loss=loss, **acc, **rank_times(times),
+            epoch=epoch, mode="full", loss=loss, lr=lr, **acc, **rank_times(times),
             epoch_time=train_time, compute_time=compute, comm_time=exposed,
             hidden_comm_time=halo.hidden_seconds, codec_time=halo.codec_seconds, allreduce_time=reduce.seconds,
             sample_time=self.sample_seconds, eval_time=eval_seconds,
@@ -133,7 +135,7 @@ class FullGraphTrainer:
     # ---- what the run loop asks of a trainer (sylvie.train.protocol.Trainer) ----
 
     def state_dict(self) -> dict:
-        """Model and optimiser state (the adaptor restarts synchronously: stale halo data is not saved)."""
+        """Model, optimiser and lr schedule state (the adaptor restarts synchronously: stale halo data is not saved)."""
         return {"model": self.model.state_dict(), "optimizer": self.opt.state_dict()}
 
     def load_state_dict(self, state: dict, next_epoch: int) -> None:

@@ -4,6 +4,7 @@ best-validation weights, log, check for divergence, checkpoint. It sees a traine
 training diverges, ``failed.json`` with the epochs run (rank 0)."""
 from __future__ import annotations
 
+import logging
 import math
 import sys
 from collections.abc import Callable
@@ -46,15 +47,15 @@ class TrainedRun:
     records: list[EpochRecord]
 
 
-def stderr_log(msg: str) -> None:
-    tqdm.write(msg, file=sys.stderr)
+log_info = logging.getLogger(__name__).info  # the loop's lines (an epoch, resuming): INFO of sylvie.train.loop
 
 
 def run_epochs(trainer: Trainer, rank: int, out_dir: Path, train, identity: dict,
-               log: Callable[[str], None] = stderr_log) -> TrainedRun:
+               log: Callable[[str], None] = log_info,
+               on_record: Callable[[EpochRecord], None] | None = None) -> TrainedRun:
     """Train ``train.epochs`` epochs (the config's typed train section), resuming from
     ``out_dir/checkpoints/last.pt`` when it belongs to ``identity`` (``checkpoint.run_identity``). Rank 0 logs
-    through ``log`` and saves the checkpoints."""
+    through ``log``, hands each epoch's record to ``on_record`` (if given) and saves the checkpoints."""
     epochs = train.epochs
     ckpt_path = out_dir / "checkpoints" / "last.pt"
     state, why_not = load_checkpoint(ckpt_path, identity, epochs)
@@ -82,6 +83,8 @@ def run_epochs(trainer: Trainer, rank: int, out_dir: Path, train, identity: dict
             if rank == 0:
                 for line in trainer.log_lines(rec, epochs, (epoch + 1) % train.log_every == 0 or epoch + 1 == epochs):
                     log(line)
+                if on_record is not None:
+                    on_record(rec)
             check_divergence([r.loss for r in records], train)
         except TrainingDiverged as e:  # not finite (this epoch has no record), or a loss far above the first
             _record_failure(e, rank, out_dir, records)

@@ -22,12 +22,14 @@ from sylvie.runtime.process_group import one_rank_per_part, peers_watched
 from sylvie.train.checkpoint import run_identity
 from sylvie.train.fullgraph_trainer import FullGraphTrainer
 from sylvie.train.job import TrainingJob
-from sylvie.train.loop import BestEpoch, no_nodes, run_epochs, stderr_log
+from sylvie.train.loop import BestEpoch, log_info, no_nodes, run_epochs
 from sylvie.train.memory_need import check_training_fits
+from sylvie.train.optimiser import check_optimiser
 from sylvie.train.protocol import Trainer
 from sylvie.train.run_lock import RunLock
 from sylvie.train.sampled_trainer import SampledTrainer
 from sylvie.train.step import check_divergence_settings
+from sylvie.train.tensorboard_metrics import TensorBoardMetrics
 
 
 def run_training(job: TrainingJob) -> dict | None:
@@ -42,6 +44,7 @@ def run_training(job: TrainingJob) -> dict | None:
     check_sampling(job.model, job.train, job.sampling, where="sylvie train")
     check_boundary_sampling(job.train, job.comm, where="sylvie train")
     check_divergence_settings(job.train)
+    check_optimiser(job.train)
     inputs = (job.partition_dir,) + ((job.vip_dir,) if job.vip_dir else ())
     check_replaceable(job.out_dir, RUN, inputs=inputs)  # a run directory, or one to become it
     manifest = read_manifest(job.partition_dir)
@@ -100,11 +103,15 @@ def _train_locked(job: TrainingJob, manifest: dict, sampled, watch) -> dict | No
         # The trainers copy what they keep: unmap the shard, whose pages set-up read (the whole file, for its
         # checksum) would otherwise stay in this rank's memory for the whole run.
         del shard
+        board = TensorBoardMetrics(job.out_dir) if train.tensorboard and ctx.rank == 0 else None
         try:
             trained = run_epochs(trainer, ctx.rank, job.out_dir, train,
-                                 run_identity(configs["model"], configs["train"], configs["comm"], manifest, extra))
+                                 run_identity(configs["model"], configs["train"], configs["comm"], manifest, extra),
+                                 on_record=board.add if board else None)
         finally:
             trainer.close()
+            if board:
+                board.close()
         if ctx.rank != 0:
             return None
         best = trained.best
@@ -116,5 +123,5 @@ def _train_locked(job: TrainingJob, manifest: dict, sampled, watch) -> dict | No
             summary=summary))
         write_metrics(job.out_dir, trained.records)
         clear_run_failure(job.out_dir)  # an earlier attempt's record: this run finished
-        stderr_log(f"{kept_line(best)}; wrote {job.out_dir / 'model.pt'}")
+        log_info(f"{kept_line(best)}; wrote {job.out_dir / 'model.pt'}")
         return summary

@@ -38,8 +38,8 @@ from sylvie.sampling.neighbor_sampler import (
 )
 from sylvie.sampling.pipeline import SamplingPipeline
 from sylvie.sampling.vip import iterations_per_epoch
-from sylvie.train.adam import Adam
 from sylvie.train.log_line import format_epoch
+from sylvie.train.optimiser import Optimiser
 from sylvie.train.rank_times import minor_faults, rank_times, rank_times_slots
 from sylvie.train.sampled_batches import BatchPreparer, PreparedBatch
 from sylvie.train.step import ModelStep
@@ -96,8 +96,8 @@ class SampledTrainer:
         self.preparer = BatchPreparer(self.sampler, self.features)
         torch.manual_seed(seed)  # identical initial weights on every rank
         self.model = build_model(model, shard.feat.shape[1], shard.num_classes).to(ctx.device)
-        self.opt = Adam(self.model.parameters(), lr=train.lr, weight_decay=train.weight_decay)
-        self.step = ModelStep(self.model, self.opt, seed, world, rank, train.lr)
+        self.opt = Optimiser(self.model.parameters(), train)
+        self.step = ModelStep(self.model, self.opt, seed, world, rank)
 
     def _select_cache(self, topology: Topology, offsets: np.ndarray, train_ids: np.ndarray,
                       vip: np.ndarray | None) -> np.ndarray:
@@ -132,6 +132,7 @@ class SampledTrainer:
         self.features.begin_epoch()
         self.preparer.begin_epoch()
         self.pipeline.begin_epoch()
+        lr = self.opt.lr
         t0 = time.perf_counter()
         batches = self.pipeline.map(self.preparer.producer(epoch, self.sampler.epoch_seeds(epoch)), self.iterations)
         try:
@@ -139,6 +140,7 @@ class SampledTrainer:
         finally:
             batches.close()  # on an error: what is queued is dropped now, not when the traceback is freed
         epoch_time = time.perf_counter() - t0
+        self.opt.end_epoch()
         waited, reduce = self.pipeline.waited, self.step.stats
         # the evaluation's counts travel in the epoch's one all-reduce of the feature store's account (all ranks)
         t1 = time.perf_counter()
@@ -151,7 +153,7 @@ class SampledTrainer:
         acc = accuracies(counts) if evaluate else NOT_EVALUATED
         rows = fetch.rows
         return EpochRecord(
-            epoch=epoch, mode="sampled", loss=loss_total / self.num_train_global, **acc, **rank_times(times),
+            epoch=epoch, mode="sampled", loss=loss_total / self.num_train_global, lr=lr, **acc, **rank_times(times),
             epoch_time=epoch_time, compute_time=compute, comm_time=wait,
             hidden_comm_time=max(0.0, self.preparer.sample_seconds + fetch.seconds - waited), codec_time=0.0,
             allreduce_time=reduce.seconds, sample_time=self.preparer.sample_seconds,
@@ -169,7 +171,7 @@ class SampledTrainer:
     # ---- what the run loop asks of a trainer (sylvie.train.protocol.Trainer) ----
 
     def state_dict(self) -> dict:
-        """Model and optimiser (sampling is seeded per epoch and minibatch: nothing else to save)."""
+        """Model, optimiser and lr schedule (sampling is seeded per epoch and minibatch: nothing else to save)."""
         return {"model": self.model.state_dict(), "optimizer": self.opt.state_dict()}
 
     def load_state_dict(self, state: dict, next_epoch: int) -> None:

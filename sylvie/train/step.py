@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from sylvie.comm.stats import CommStats
 from sylvie.errors import SylvieError
 from sylvie.runtime.process_group import all_reduce_sum
-from sylvie.train.adam import Adam
+from sylvie.train.optimiser import Optimiser
 
 
 class TrainingDiverged(SylvieError):
@@ -109,9 +109,8 @@ class ModelStep:
     """One optimisation step of ``model`` with ``opt``, the same for both trainers. ``stats`` times the gradient
     all-reduce."""
 
-    def __init__(self, model: torch.nn.Module, opt: Adam, seed: int, world: int, rank: int,
-                 lr: float):
-        self.model, self.opt, self.seed, self.world, self.rank, self.lr = model, opt, seed, world, rank, lr
+    def __init__(self, model: torch.nn.Module, opt: Optimiser, seed: int, world: int, rank: int):
+        self.model, self.opt, self.seed, self.world, self.rank = model, opt, seed, world, rank
         self.stats = CommStats()
 
     def __call__(self, step: int, epoch: int, forward: Callable[[], tuple[torch.Tensor, torch.Tensor]],
@@ -130,6 +129,6 @@ class ModelStep:
         grads_finite = all_reduce_gradients(self.model, self.stats, extra=total)
         loss = float(total)
         if not (math.isfinite(loss) and grads_finite):
-            raise TrainingDiverged(epoch, loss / float(num_targets), self.lr, grads_finite)
+            raise TrainingDiverged(epoch, loss / float(num_targets), self.opt.lr, grads_finite)
         self.opt.step()
         return loss
