@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q torch==$(TORCH_VERSION) dgl==$(DGL_VERSION)
-	$(BIN)/python -m pip install -q -e '.[test,dgl]'
+	$(BIN)/python -m pip install -q -e '.[all,test,dgl]'
 	@$(MAKE) -s metis
 	touch $(STAMP)
 

@@ -5,6 +5,7 @@ one, and logs each process it is loaded in and each import it refuses, with the 
 can fail when sylvie's own code asks for DGL at all (even where it would catch the ImportError), and check that the
 hook reached every rank. Used by tests/test_without_dgl.py (every stage), tests/test_exactness.py and
 tests/test_model_matrix.py (their ranks train without DGL)."""
+import json
 import os
 from pathlib import Path
 
@@ -29,11 +30,15 @@ def _note(event, **fields):
         f.write(json.dumps({"event": event, "pid": os.getpid(), **fields}) + "\\n")
 
 
+_REFUSED = json.loads(os.environ.get("SYLVIE_TEST_REFUSED_IMPORTS") or '["dgl"]')
+
+
 class RefuseDGL:
-    """First on sys.meta_path: `import dgl` and `import dgl.<anything>` fail as if DGL were not installed."""
+    """First on sys.meta_path: `import dgl` and `import dgl.<anything>` (or each package of
+    SYLVIE_TEST_REFUSED_IMPORTS, a JSON list) fail as if it were not installed."""
 
     def find_spec(self, name, path=None, target=None):
-        if name != "dgl" and not name.startswith("dgl."):
+        if name.split(".")[0] not in _REFUSED or _probing():
             return None
         frame = sys._getframe(1)  # the code that imports, past the import machinery
         while frame is not None and ("importlib" in frame.f_code.co_filename
@@ -42,6 +47,20 @@ class RefuseDGL:
         _note("refused", module=name, by=f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame else "?")
         raise ModuleNotFoundError(f"No module named {name!r} (refused by the import hook of "
                                   f"tests/no_dgl.py)", name=name)
+
+
+def _probing():
+    """Asked by importlib.util.find_spec (torch._dynamo looks where packages are, and imports none), not by an
+    import: answered as Python would (the probe learns a path, nothing runs)."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "_find_and_load_unlocked":
+            return False
+        if code.co_name == "find_spec" and code.co_filename == "<frozen importlib.util>":
+            return True
+        frame = frame.f_back
+    return False
 
 
 sys.meta_path.insert(0, RefuseDGL())
@@ -66,11 +85,12 @@ _run_shadowed()
 class NoDGL:
     """Runs commands with the hook in their environment and checks, after each, what the hook logged."""
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, refused: tuple[str, ...] = ("dgl",)):
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "sitecustomize.py").write_text(HOOK)
         self.log = folder / "imports.jsonl"
-        self.env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(folder), os.environ.get("PYTHONPATH")]))}
+        self.env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(folder), os.environ.get("PYTHONPATH")])),
+                    "SYLVIE_TEST_REFUSED_IMPORTS": json.dumps(list(refused))}
 
     def events(self) -> list[dict]:
         return read_jsonl(self.log) if self.log.exists() else []
