@@ -2,8 +2,8 @@
 estimate, where an allocator would fail halfway (numpy's or torch's traceback) or the kernel's OOM killer would
 stop the process without a word.
 
-``available_bytes`` is the kernel's MemAvailable, or less where a cgroup (a container, a Slurm job) limits this
-process tree. The estimates given to ``check_fits`` are lower bounds of what the work holds at its peak, so that
+``available_bytes`` is the kernel's MemAvailable, or less where a cgroup of this process (a container, a Slurm job's
+or step's; v2 or v1) limits it. The estimates given to ``check_fits`` are lower bounds of what the work holds at its peak, so that
 what is refused cannot fit, while what passes may still not."""
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ def available_bytes() -> int | None:
 
 
 def _memory(field: str, less_cgroup_use: bool) -> int | None:
-    """``field`` of /proc/meminfo, capped by the cgroup's limit (less what the cgroup uses: ``less_cgroup_use``);
-    None where neither can be read."""
+    """``field`` of /proc/meminfo, capped by this process's cgroups' limits (less what each uses:
+    ``less_cgroup_use``); None where neither can be read."""
     found = []
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
@@ -28,14 +28,51 @@ def _memory(field: str, less_cgroup_use: bool) -> int | None:
                 found.append(int(line.split()[1]) * 1024)
     except (OSError, ValueError, IndexError):
         pass
-    try:
-        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
-        if limit != "max":
-            used = int(Path("/sys/fs/cgroup/memory.current").read_text()) if less_cgroup_use else 0
-            found.append(max(0, int(limit) - used))
-    except (OSError, ValueError):
-        pass
+    found += [max(0, limit - (used if less_cgroup_use else 0)) for limit, used in cgroup_limits()]
     return min(found) if found else None
+
+
+UNLIMITED_V1 = 1 << 60  # cgroup v1 writes "no limit" as the largest page multiple below 2^63
+
+
+def cgroup_limits(proc_cgroup: str | Path = "/proc/self/cgroup", root: str | Path = "/sys/fs/cgroup"
+                  ) -> list[tuple[int, int]]:
+    """(limit, bytes in use) of every memory cgroup this process is in that has a limit: its own and each above it
+    (a Slurm job's limit sits on the job's cgroup, the process in a step's below it), read from
+    ``/proc/self/cgroup``: cgroup v2 (``0::/path``: ``memory.max``, ``memory.current``) or v1 (the ``memory``
+    controller's line: ``memory.limit_in_bytes``, ``memory.usage_in_bytes``). A path the process cannot see (a
+    container whose cgroup namespace is its own) is read from the mount's top."""
+    try:
+        lines = Path(proc_cgroup).read_text().splitlines()
+    except OSError:
+        return []
+    root = Path(root)
+    for line in lines:  # v1: "4:memory:/slurm/uid_0/job_7", or the memory controller joined with others
+        _, controllers, path = (line.split(":", 2) + ["", ""])[:3]
+        if "memory" in controllers.split(","):
+            return _limits(root / "memory", path, "memory.limit_in_bytes", "memory.usage_in_bytes")
+    for line in lines:  # v2: "0::/system.slice/slurmstepd.scope/job_7/step_0/user/task_0"
+        if line.startswith("0::"):
+            return _limits(root, line[3:], "memory.max", "memory.current")
+    return []
+
+
+def _limits(mount: Path, path: str, limit_file: str, usage_file: str) -> list[tuple[int, int]]:
+    """The limited cgroups from ``path`` (under ``mount``) up to the top."""
+    parts = [p for p in path.strip().split("/") if p]
+    if parts and not (mount.joinpath(*parts)).is_dir():
+        parts = []  # not visible from here (a cgroup namespace): the mount's top is this process's cgroup
+    out = []
+    for depth in range(len(parts), -1, -1):
+        folder = mount.joinpath(*parts[:depth])
+        try:
+            text = (folder / limit_file).read_text().strip()
+            if text == "max" or int(text) >= UNLIMITED_V1:
+                continue
+            out.append((int(text), int((folder / usage_file).read_text())))
+        except (OSError, ValueError):
+            continue
+    return out
 
 
 def gigabytes(n: float) -> str:

@@ -96,3 +96,37 @@ def test_the_ranks_of_one_machine_share_its_memory(cora_part, monkeypatch):
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "4")
     with pytest.raises(SylvieError, match=r"x 4 ranks on this machine needs at least 13\.\d GB of memory"):
         check_training_fits(model, manifest, 0, sampled=False)
+
+
+def _cgroup_tree(root, files: dict) -> None:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+
+
+def test_the_budget_reads_this_processs_cgroups_v2_and_v1(tmp_path):
+    """A Slurm job's limit sits on the job's cgroup, the process in a step's task below it; cgroup v1 keeps the
+    memory controller on its own mount and writes no limit as a huge number."""
+    from sylvie.memory_budget import cgroup_limits
+
+    v2, job = tmp_path / "v2", "system.slice/slurmstepd.scope/job_7"
+    _cgroup_tree(v2, {f"{job}/memory.max": "8000000000\n", f"{job}/memory.current": "3000000000\n",
+                      f"{job}/step_0/task_0/memory.max": "max\n", f"{job}/step_0/task_0/memory.current": "1\n",
+                      "memory.max": "max\n"})
+    (tmp_path / "self-v2").write_text(f"0::/{job}/step_0/task_0\n")
+    assert cgroup_limits(tmp_path / "self-v2", v2) == [(8_000_000_000, 3_000_000_000)]
+
+    v1 = tmp_path / "v1"
+    _cgroup_tree(v1, {"memory/slurm/uid_0/job_7/memory.limit_in_bytes": "4000000000\n",
+                      "memory/slurm/uid_0/job_7/memory.usage_in_bytes": "1000000000\n",
+                      "memory/slurm/uid_0/memory.limit_in_bytes": "9223372036854771712\n",
+                      "memory/slurm/uid_0/memory.usage_in_bytes": "5\n",
+                      "memory/memory.limit_in_bytes": "2000000000\n", "memory/memory.usage_in_bytes": "1500000000\n"})
+    (tmp_path / "self-v1").write_text("12:pids:/slurm/uid_0/job_7\n4:memory:/slurm/uid_0/job_7\n0::/\n")
+    assert cgroup_limits(tmp_path / "self-v1", v1) == [(4_000_000_000, 1_000_000_000), (2_000_000_000, 1_500_000_000)]
+
+    # a path this process cannot see (its own cgroup namespace): the mount's top; no file at all: no limit
+    (tmp_path / "self-hidden").write_text("0::/elsewhere/job_9\n")
+    _cgroup_tree(tmp_path / "v2b", {"memory.max": "6000000000\n", "memory.current": "0\n"})
+    assert cgroup_limits(tmp_path / "self-hidden", tmp_path / "v2b") == [(6_000_000_000, 0)]
+    assert cgroup_limits(tmp_path / "absent", v2) == []
