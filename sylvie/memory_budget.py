@@ -3,8 +3,8 @@ estimate, where an allocator would fail halfway (numpy's or torch's traceback) o
 stop the process without a word.
 
 ``available_bytes`` is the kernel's MemAvailable, or less where a cgroup of this process (a container, a Slurm job's
-or step's; v2 or v1) limits it. The estimates given to ``check_fits`` are lower bounds of what the work holds at its peak, so that
-what is refused cannot fit, while what passes may still not."""
+or step's; v2 or v1) limits it. The estimates given to ``check_fits`` are lower bounds of what the work holds at its
+peak, so that what is refused cannot fit, while what passes may still not."""
 from __future__ import annotations
 
 from pathlib import Path
