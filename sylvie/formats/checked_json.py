@@ -1,15 +1,17 @@
 """Our JSON files read with one-line errors, for the formats' readers: the file's text (missing, a directory,
-unreadable, not UTF-8), strict JSON (NaN and Infinity refused where our writers write null) and the type of each
-field a reader needs. Every error names the file, says what is wrong and ends with the reader's ``fix``."""
+unreadable, not UTF-8), strict JSON (NaN and Infinity refused where our writers write null) and the fields a reader
+needs, as each format's JSON Schema says (``schema_problem``). Every error names the file, says what is wrong and
+ends with the reader's ``fix``."""
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import jsonschema
+
 from sylvie.errors import SylvieError
 
-NUMBER = (int, float)
-_TYPE_WORDS = {int: "an integer", str: "a string", dict: "an object", bool: "true or false"}
+_VALIDATORS: dict[int, jsonschema.Draft202012Validator] = {}  # a format's schema -> its validator, made once
 
 
 def read_text(path: Path, what: str, fix: str) -> str:
@@ -41,22 +43,35 @@ def loads_strict(text: str, path: Path, fix: str):
         raise SylvieError(f"{path}: not valid JSON ({e}); the file is damaged or cut short: {fix}") from e
 
 
-def type_problem(obj: dict, fields: dict) -> str | None:
-    """The first field of ``fields`` (dotted key -> accepted types; an optional key ends in '?') that ``obj`` lacks
-    or holds with another type, in words, or None."""
-    for spec, types in fields.items():
-        key, optional = spec.rstrip("?"), spec.endswith("?")
-        value, present = obj, True
-        for part in key.split("."):
-            if not isinstance(value, dict) or part not in value:
-                present = False
-                break
-            value = value[part]
-        if not present:
-            if optional:
-                continue
-            return f"no '{key}'"
-        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):  # true is no number
-            wanted = "a number" if float in types else _TYPE_WORDS[types[0]]
-            return f"'{key}' is {json.dumps(value)[:40]}, not {wanted}"
-    return None
+def schema_problem(obj, schema: dict) -> str | None:
+    """What is wrong with ``obj`` against its format's JSON Schema (draft 2020-12), in words, as one clause (the
+    first problem; ``None`` when there is none): "no 'train.seed'", "'test_acc' is "high", not a number",
+    "'rank_wait_time' is a list with non-numbers, not a list of numbers"."""
+    validator = _VALIDATORS.get(id(schema))
+    if validator is None:
+        validator = _VALIDATORS[id(schema)] = jsonschema.Draft202012Validator(schema)
+    errors = list(validator.iter_errors(obj))
+    if not errors:
+        return None
+    e = min(errors, key=lambda e: [str(p) for p in e.absolute_path])  # the outermost, then in key order
+    path = [str(p) for p in e.absolute_path]
+    if e.validator == "required":
+        missing = next(k for k in e.validator_value if not (isinstance(e.instance, dict) and k in e.instance))
+        return f"no '{'.'.join([*path, missing])}'"
+    if e.validator == "type" and path and isinstance(e.absolute_path[-1], int):  # an item of a list
+        items = _type_words(e.validator_value).split(" ", 1)[-1] + "s"
+        return f"'{'.'.join(path[:-1])}' is a list with non-{items}, not a list of {items}"
+    if e.validator == "type":
+        return f"'{'.'.join(path) or '(top level)'}' is {json.dumps(e.instance)[:40]}, not " \
+               f"{_type_words(e.validator_value)}"
+    return f"'{'.'.join(path) or '(top level)'}': {e.message}"
+
+
+_TYPE_WORDS = {"integer": "an integer", "number": "a number", "string": "a string", "object": "an object",
+               "boolean": "true or false", "array": "a list"}
+
+
+def _type_words(types) -> str:
+    """The type a field should have, in words (null, where allowed, left unsaid)."""
+    types = [types] if isinstance(types, str) else [t for t in types if t != "null"]
+    return _TYPE_WORDS.get(types[0], types[0]) if types else "null"

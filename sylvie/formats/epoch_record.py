@@ -18,7 +18,7 @@ from pathlib import Path
 
 from sylvie.atomic import write_jsonl
 from sylvie.errors import SylvieError
-from sylvie.formats.checked_json import NUMBER, read_text, type_problem
+from sylvie.formats.checked_json import read_text, schema_problem
 from sylvie.formats.recognise import looks_like
 
 FORMAT_VERSION = 2
@@ -137,8 +137,7 @@ class EpochRecord:
     def from_json(cls, obj: dict, where: str = "an epoch record", fix: str = _FIX) -> EpochRecord:
         """From a line's object (version 1 or 2); ``where`` names it in errors, which end with ``fix``."""
         problem = (f"a JSON {type(obj).__name__}, not an object" if not isinstance(obj, dict) else
-                   type_problem(obj, {"loss": (*NUMBER, type(None))}) or type_problem(obj, _NUMERIC)
-                   or _rank_times_problem(obj))
+                   schema_problem(obj, SCHEMA))
         if problem:
             raise SylvieError(f"{where}: not an epoch record written by `sylvie train` ({problem}"
                               f"{looks_like(obj, FILE)}); {fix}")
@@ -161,24 +160,17 @@ class EpochRecord:
             raise SylvieError(f"{where}: not an epoch record written by `sylvie train` ({e}); {fix}") from None
 
 
-# every number of a line: a number or null (the report reads them as series)
-_NUMERIC = {f"{name}?": (*NUMBER, type(None)) for name in (
-    "epoch", "epoch_time", "compute_time", "comm_time", "hidden_comm_time", "codec_time", "allreduce_time",
-    "sample_time", "eval_time", "bits", "bytes_sent", "bytes_received", "fp32_bytes_sent", "allreduce_bytes",
-    "train_acc", "val_acc", "test_acc", "halo_time", "staleness", "minibatches", "input_rows_per_batch", "rows_local",
-    "rows_cached", "rows_remote", "cache_hit_rate", "remote_bytes", "lr")}
+# What reading needs of a line (JSON Schema): its loss, every number a number or null (the report reads them as
+# series), every per-rank list a list of numbers or null
+_NUMBERS = ("epoch", "epoch_time", "compute_time", "comm_time", "hidden_comm_time", "codec_time", "allreduce_time",
+            "sample_time", "eval_time", "bits", "bytes_sent", "bytes_received", "fp32_bytes_sent", "allreduce_bytes",
+            "train_acc", "val_acc", "test_acc", "halo_time", "staleness", "minibatches", "input_rows_per_batch",
+            "rows_local", "rows_cached", "rows_remote", "cache_hit_rate", "remote_bytes", "lr")
 _RANK_TIMES = ("rank_compute_time", "rank_wait_time", "rank_minor_faults", "rank_peak_rss")
-
-
-def _rank_times_problem(obj: dict) -> str | None:
-    """What is wrong with the per-rank times of a line (each a list of numbers, or null), in words, or None."""
-    for name in _RANK_TIMES:
-        value = obj.get(name)
-        if value is not None and (not isinstance(value, list) or not all(
-                isinstance(v, NUMBER) and not isinstance(v, bool) for v in value)):
-            what = "a list with non-numbers" if isinstance(value, list) else type(value).__name__
-            return f"'{name}' is {what}, not a list of numbers"
-    return None
+SCHEMA = {"type": "object", "required": ["loss"],
+          "properties": {"loss": {"type": ["number", "null"]},
+                         **{k: {"type": ["number", "null"]} for k in _NUMBERS},
+                         **{k: {"type": ["array", "null"], "items": {"type": "number"}} for k in _RANK_TIMES}}}
 
 
 _FIELDS = {kind: {f.name for f in dataclasses.fields(kind)} - {"halo", "batches"}

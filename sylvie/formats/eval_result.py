@@ -26,7 +26,7 @@ from pathlib import Path
 
 from sylvie.atomic import write_json
 from sylvie.errors import SylvieError
-from sylvie.formats.checked_json import NUMBER, loads_strict, read_text, type_problem
+from sylvie.formats.checked_json import loads_strict, read_text, schema_problem
 from sylvie.formats.recognise import EVAL_RESULT_KEYS, looks_like
 from sylvie.formats.splits import SPLITS
 
@@ -35,13 +35,21 @@ FILE = "eval.json"
 MARKER_KEYS = EVAL_RESULT_KEYS  # what marks a JSON object as an evaluation
 _SAMPLED_SECTIONS = ("sampling", "cache", "features")
 SECTIONS = ("model", "train", "comm", *_SAMPLED_SECTIONS)  # the run's config sections it records (EvalResult's fields)
-# What reading needs of eval.json: dotted key -> accepted types (None: null allowed); optional keys end in '?'
-_FIELDS = {
-    "dataset": (str,), "evaluator?": (str,), "inference?": (str,), "num_parts": (int,),
-    "train_acc?": (*NUMBER, type(None)), "test_acc": (*NUMBER, type(None)), "val_acc": (*NUMBER, type(None)),
-    "model": (dict,), "model.arch": (str,), "train": (dict,), "train.seed": (int,), "comm?": (dict,),
-    "comm.bits?": (int,), "comm.pipeline?": (bool,), "comm.staleness?": (int,), "comm.staleness_policy?": (str,),
-    "sampling?": (dict,), "cache?": (dict,), "cache.policy?": (str,), "cache.alpha?": NUMBER, "features?": (dict,),
+# What reading needs of eval.json (JSON Schema; accuracies null where a split has no nodes)
+_ACCURACY, _OBJECT = {"type": ["number", "null"]}, {"type": "object"}
+SCHEMA = {
+    "type": "object", "required": ["dataset", "num_parts", "test_acc", "val_acc", "model", "train"],
+    "properties": {
+        "dataset": {"type": "string"}, "evaluator": {"type": "string"}, "inference": {"type": "string"},
+        "num_parts": {"type": "integer"}, **{f"{s}_acc": _ACCURACY for s in SPLITS},
+        "model": {"type": "object", "required": ["arch"], "properties": {"arch": {"type": "string"}}},
+        "train": {"type": "object", "required": ["seed"], "properties": {"seed": {"type": "integer"}}},
+        "comm": {"type": "object", "properties": {"bits": {"type": "integer"}, "pipeline": {"type": "boolean"},
+                                                  "staleness": {"type": "integer"},
+                                                  "staleness_policy": {"type": "string"}}},
+        "sampling": _OBJECT, "features": _OBJECT,
+        "cache": {"type": "object", "properties": {"policy": {"type": "string"}, "alpha": {"type": "number"}}},
+    },
 }
 _OWN_KEYS = {"format_version", "dataset", "evaluator", "inference", *SECTIONS, *(f"{s}_acc" for s in SPLITS)}
 
@@ -95,7 +103,7 @@ def read_eval_result(path: str | Path, fix: str | None = None) -> EvalResult:
     if MARKER_KEYS <= obj.keys() and version != FORMAT_VERSION:  # an evaluation, of another version
         raise SylvieError(f"{path}: an evaluation of format version {json.dumps(version)[:40]}; this sylvie reads "
                           f"version {FORMAT_VERSION}: {fix}")
-    problem = type_problem(obj, _FIELDS)
+    problem = schema_problem(obj, SCHEMA)
     if problem:
         raise SylvieError(f"{path}: not an evaluation written by `sylvie evaluate` ({problem}"
                           f"{looks_like(obj, FILE)}); {fix}")
