@@ -10,7 +10,7 @@ CORES ?= all
 export PATH := $(BIN):$(PATH)
 export DGLBACKEND := pytorch
 
-.PHONY: run run-slurm slurm-up slurm-down test claims check install metis lint clean gpu gpu-wheels
+.PHONY: run run-slurm slurm-up slurm-down test claims check install metis tcmalloc lint clean gpu gpu-wheels
 
 install: $(STAMP)
 
@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q torch==$(TORCH_VERSION) dgl==$(DGL_VERSION)
 	$(BIN)/python -m pip install -q -e '.[all,test,dgl]'
-	@$(MAKE) -s metis
+	@$(MAKE) -s metis tcmalloc
 	touch $(STAMP)
 
 # A 32-bit METIS (Debian's libmetis5): the partition stage takes half the memory and ~0.6x the time of the 64-bit
@@ -37,6 +37,19 @@ metis:
 	  echo "note: apt-get could not install libmetis5; partitioning uses pymetis's 64-bit METIS (twice the memory)"; \
 	else echo "note: no 32-bit METIS found; partitioning uses pymetis's 64-bit METIS (twice the memory). For half:" \
 	  "sudo apt-get install libmetis5 (Debian, Ubuntu) or conda install -c conda-forge metis"; fi
+
+# tcmalloc (Debian's libtcmalloc-minimal4), which `sylvie launch` preloads into the ranks (launch.allocator auto), as
+# PyTorch's CPU launcher does: full-graph epochs as fast as with any allocator measured (benchmarks/allocators.py).
+# Installed here when running as root with apt; elsewhere the ranks use glibc with huge pages and a note says how.
+tcmalloc:
+	@if /sbin/ldconfig -p 2>/dev/null | grep -q 'libtcmalloc'; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "installing Debian's libtcmalloc-minimal4 (the ranks' memory allocator)"; \
+	  apt-get install -y -q libtcmalloc-minimal4 >/dev/null 2>&1 || \
+	  { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q libtcmalloc-minimal4 >/dev/null 2>&1; } || \
+	  echo "note: apt-get could not install libtcmalloc-minimal4; the ranks use glibc's malloc with huge pages"; \
+	else echo "note: no tcmalloc found; the ranks use glibc's malloc with huge pages. For tcmalloc:" \
+	  "sudo apt-get install libtcmalloc-minimal4 (Debian, Ubuntu) or conda install -c conda-forge gperftools"; fi
 
 # CONFIG=path/to/config.yaml runs that config instead of config/config.yaml (in its place, not merged with it)
 CONFIG ?=

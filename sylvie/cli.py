@@ -163,9 +163,10 @@ def _launch(args) -> None:
     from sylvie.launch.torchrun import launch, plan_geometry
 
     knobs = {k[len("launch."):]: v for k, v in vars(args).items() if k.startswith("launch.")}
+    allocator = knobs.pop("allocator")
     g = plan_geometry(args.ranks, nodes=args.nodes, **knobs)
     return launch(g, _after_dashes(args.command), threads=args.threads, slurm_task=args.slurm_task,
-                  watch_pid=args.watch_pid)
+                  watch_pid=args.watch_pid, allocator=allocator)
 
 
 def _bench_cluster(args) -> None:

@@ -52,7 +52,8 @@ def test_launcher_follows_the_environment():
     srun = launch_argv(plan_geometry(4, nodes=2, gpus_per_node=2), cmd, env={"SLURM_JOB_ID": "7"})
     assert srun[:4] == ["srun", "--nodes=2", "--ntasks=2", "--ntasks-per-node=1"] and "--gres=gpu:2" in srun
     assert srun[srun.index("launch"):srun.index("--")] == ["launch", "--slurm-task", "--ranks", "4", "--nodes", "2",
-                                                           "--gpus-per-node", "2", "--cpus-per-rank", "1"]
+                                                           "--gpus-per-node", "2", "--cpus-per-rank", "1",
+                                                           "--allocator", "auto"]
     assert srun[-4:] == cmd and srun == srun_argv(plan_geometry(4, nodes=2, gpus_per_node=2), cmd)
 
 

@@ -23,6 +23,7 @@ import sys
 from dataclasses import dataclass
 
 from sylvie.errors import SylvieError
+from sylvie.launch.allocator import allocator_env
 from sylvie.launch.supervise import run_supervised
 
 log = logging.getLogger(__name__)
@@ -114,14 +115,15 @@ def multinode_argv(nnodes: int, nproc_per_node: int, endpoint: str, rdzv_id: str
     return argv + ["--no-python", *command]
 
 
-def srun_argv(g: Geometry, command: list[str]) -> list[str]:
+def srun_argv(g: Geometry, command: list[str], allocator: str = "auto") -> list[str]:
     """srun of one ``sylvie launch --slurm-task`` per node, every size explicit."""
     argv = ["srun", f"--nodes={g.nodes}", f"--ntasks={g.nodes}", "--ntasks-per-node=1",
             f"--cpus-per-task={g.cpus_per_task}", "--kill-on-bad-exit=1", "--label"]
     if g.gpus_per_node:
         argv.append(f"--gres=gpu:{g.gpus_per_node}")
     return argv + [*_sylvie(), "launch", "--slurm-task", "--ranks", str(g.ranks), "--nodes", str(g.nodes),
-                   "--gpus-per-node", str(g.gpus_per_node), "--cpus-per-rank", str(g.cpus_per_rank), "--", *command]
+                   "--gpus-per-node", str(g.gpus_per_node), "--cpus-per-rank", str(g.cpus_per_rank),
+                   "--allocator", allocator, "--", *command]
 
 
 def _scontrol(*args: str) -> str:
@@ -169,12 +171,13 @@ def where_to_launch(env: dict | None = None) -> str:
     return "slurm-step" if env.get("SLURM_STEP_ID") not in (None, "", "batch", "extern") else "slurm"
 
 
-def launch_argv(g: Geometry, command: list[str], slurm_task: bool = False, env: dict | None = None) -> list[str]:
+def launch_argv(g: Geometry, command: list[str], slurm_task: bool = False, env: dict | None = None,
+                allocator: str = "auto") -> list[str]:
     if slurm_task:
         return slurm_task_argv(g, command)
     where = where_to_launch(env)
     if where == "slurm":
-        return srun_argv(g, command)
+        return srun_argv(g, command, allocator)
     if g.nodes > 1:
         raise SylvieError(f"{g.nodes} nodes were asked for, but this is "
                           f"{'a single Slurm step' if where == 'slurm-step' else 'not a Slurm allocation'}; "
@@ -194,18 +197,22 @@ def thread_env(g: Geometry, threads: int | None, slurm_task: bool, env: dict | N
 
 
 def launch(g: Geometry, command: list[str], threads: int | None = None, slurm_task: bool = False,
-           watch_pid: int | None = None) -> int:
+           watch_pid: int | None = None, allocator: str = "auto") -> int:
     """Run the launcher as a supervised child (it and its ranks end if this process ends); returns its exit
-    status, after repeating the first failing rank's error as the last line."""
+    status, after repeating the first failing rank's error as the last line. The ranks get ``allocator``'s
+    environment (``launch.allocator``: tcmalloc preloaded where installed), on the node they run on."""
     if not command:
         raise SylvieError("launch: no command given; put it after --, e.g. -- sylvie train --partition ...")
     if not shutil.which(command[0]):
         raise SylvieError(f"launch: command not found: {command[0]}; give a program on PATH (e.g. sylvie train ...) "
                           f"or its full path")
-    argv = launch_argv(g, command, slurm_task)
+    argv = launch_argv(g, command, slurm_task, allocator=allocator)
     if argv[0] == "srun" and not shutil.which("srun"):
         raise SylvieError("SLURM_JOB_ID is set but srun is not on PATH; load the Slurm module or unset SLURM_JOB_ID")
     env = {**os.environ, **thread_env(g, threads, slurm_task)}
-    # Under srun every task is a `sylvie launch --slurm-task` that supervises its own node's torchrun.
+    # Under srun every task is a `sylvie launch --slurm-task` that supervises its own node's torchrun (and chooses
+    # the allocator there, where the library is looked for).
     srun = argv[0] == "srun"
+    if not srun:
+        env.update(allocator_env(allocator, env))
     return run_supervised(argv, env, "srun" if srun else "torchrun", collect_failures=not srun, watch_pid=watch_pid)

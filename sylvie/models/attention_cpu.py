@@ -184,7 +184,7 @@ def attend_backward(indptr, indices, transpose, feat, el, er, slope, p, seed, gr
     heads = feat.shape[1]
     keys, thr, scale = dropout_keys(p, seed, indices.shape[0] * heads)
     edges, num_dst = indices.shape[0], indptr.shape[0] - 1
-    # torch's, not numpy's: a rank's allocator plans and holds them across epochs (runtime/held_memory.py)
+    # torch's, not numpy's: a rank's allocator (launch.allocator) serves them with its other tensors
     g_score_t, weight_t = (torch.empty((edges, heads), dtype=feat.dtype) for _ in range(2))
     g_score, weight = g_score_t.numpy(), weight_t.numpy()
     g_er = torch.zeros((num_dst, heads), dtype=feat.dtype)

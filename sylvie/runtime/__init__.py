@@ -4,6 +4,6 @@
 - ``peer_watchdog``: heartbeats between ranks, so that a frozen or lost peer is named instead of waited for.
 - ``rank_graph``: a rank's part of the graph as one block (inner rows + 1-hop halo rows) with its halo exchange,
   for full-neighbourhood passes: full-graph training's forward and every evaluation.
-- ``held_memory``: a full-graph rank's blocks planned per step and held across epochs (``held_blocks.cpp``).
-- ``freed_memory``: memory a rank frees goes back to the system (its small blocks; all of them where nothing is held).
+- ``freed_memory``: memory a full-graph rank frees goes back to the system (glibc; the launcher preloads tcmalloc
+  where it is installed: ``launch/allocator.py``).
 """

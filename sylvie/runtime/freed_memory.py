@@ -6,9 +6,10 @@ a dropout mask, a degree vector): after a few epochs blocks of 1-32 MB come from
 stays in the process. Measured on a products-shaped graph at 1/4 scale (4 parts, GraphSAGE): 0.1 GB a rank more
 at the peak of an epoch. A fixed threshold of 1 MB sends every such block to its own mapping, returned when freed.
 
-The price is a page fault for every 4 KB page of every such block, each time one is allocated. Full-graph training
-and evaluation set it for their blocks under 1 MB, and for all of them where the blocks of 1 MB or more are not held
-across epochs (``held_memory``: by default they are). Sampled training does not set it (``train/run.py``): its
+The price is a page fault for every page of every such block, each time one is allocated: 4 KB pages, or 2 MB ones
+where PyTorch's transparent huge pages are on (``THP_MEM_ALLOC_ENABLE=1``, which the launcher sets where it finds
+no tcmalloc to preload: ``launch/allocator.py``; tcmalloc's ``mallopt`` does nothing). Full-graph training and
+evaluation set it. Sampled training does not (``train/run.py``): its
 tensors are a minibatch's, allocated anew every step, a small share of the part. On 50K nodes in 4 parts, 4 ranks on
 2 cores (GraphSAGE 3 x 64, fanouts 10/10/10, batch 256), a sampled epoch took 5.8 s with the 1 MB threshold (40% of
 the ranks' CPU time in the kernel, on page faults) and 3.1 s with glibc's own.

@@ -12,7 +12,7 @@ import torch.distributed as dist
 from sylvie.comm.collective import all_reduce_sum  # noqa: F401 - re-exported for the trainers
 from sylvie.errors import SylvieError
 from sylvie.formats.rank_failures import record_exception
-from sylvie.runtime.held_memory import manage_rank_memory
+from sylvie.runtime.freed_memory import return_freed_memory
 from sylvie.runtime.peer_watchdog import PeerWatchdog, collective_timeout
 
 
@@ -109,11 +109,11 @@ def one_rank_per_part(device: str, timeout_s: float, num_parts: int, partition_d
     rank raised at once, ``on_every_rank``: training that diverged) every rank first waits for the others (beating
     while it waits), so that rank 0 writes what it must before torchrun stops the run, then leaves the group. A
     failure is recorded for the launcher before the group is left, that is before the peers see this rank's
-    connections close. ``part_sized_memory``: the rank's memory is managed for tensors that span its part
-    (``held_memory``: blocks held across epochs, or given back at once, as ``SYLVIE_CPU_MEMORY`` says); not for ranks
-    that allocate the same minibatch-sized tensors every step."""
+    connections close. ``part_sized_memory``: blocks of 1 MB or more that the rank frees go back to the system at
+    once (``freed_memory``, under glibc's malloc: a rank's tensors span its part); not for ranks that allocate the
+    same minibatch-sized tensors every step."""
     if part_sized_memory:
-        manage_rank_memory()
+        return_freed_memory()
     _one_rank_per_part(_rank_and_world()[1], num_parts, partition_dir)  # before waiting for anyone
     with contextlib.ExitStack() as stack:
         if watchdog is None:

@@ -26,15 +26,12 @@ from sylvie.config import check_boundary_sampling
 from sylvie.formats.epoch_record import NOT_EVALUATED, EpochRecord, HaloEpoch, PlannedEpoch
 from sylvie.models import build_model
 from sylvie.partition.shard_format import Shard
-from sylvie.runtime import held_memory
 from sylvie.runtime.process_group import Context
 from sylvie.runtime.rank_graph import RankGraph, accuracies
 from sylvie.train.log_line import format_epoch
 from sylvie.train.optimiser import Optimiser
 from sylvie.train.rank_times import minor_faults, rank_times, rank_times_slots
 from sylvie.train.step import ModelStep
-
-EVALUATION = 4  # the held-memory plan's kind of an evaluation (training steps: 0-3, by exchange mode)
 
 
 class FullGraphTrainer:
@@ -75,10 +72,7 @@ class FullGraphTrainer:
             logits = self.model(block, x, self.halo)
             return logits[self.train_idx], self.labels[self.train_idx]
 
-        # steps of one exchange mode allocate alike (held_memory plans them); a boundary sample's sizes change
-        kind = 2 * fresh + keep if self.train_cfg.boundary_sampling == 1 else -1
-        with held_memory.step(kind):
-            return self.step(epoch, epoch, forward, self.num_train_global) / self.num_train_global
+        return self.step(epoch, epoch, forward, self.num_train_global) / self.num_train_global
 
     def _epoch_graph(self, epoch: int, fresh: bool, keep: bool):
         """The epoch's block and layer-0 rows (the whole partition, or its boundary sample), its halo round
@@ -107,8 +101,7 @@ class FullGraphTrainer:
         t1 = time.perf_counter()
         counts = None
         if evaluate:
-            with held_memory.step(EVALUATION):
-                counts = self.graph.accuracy_counts(self.model)
+            counts = self.graph.accuracy_counts(self.model)
         eval_seconds = time.perf_counter() - t1
         reduce, own = self.step.stats, self.halo.stats
         exposed = own.seconds + reduce.seconds  # this rank's wait on its peers

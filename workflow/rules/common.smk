@@ -64,9 +64,12 @@ def dataset_dir(run_name):
     return f"data/datasets/{RUNS[run_name].dataset}"
 
 
+PLACEMENT = {k: v for k, v in LAUNCH.items() if k != "allocator"}  # config launch's knobs of where ranks go
+
+
 def geometry(run_name):
     """How the run's ranks are placed on Slurm nodes (config `launch`)."""
-    return plan_geometry(RUNS[run_name].partition.parts, **LAUNCH, where=f"run {run_name} with config launch")
+    return plan_geometry(RUNS[run_name].partition.parts, **PLACEMENT, where=f"run {run_name} with config launch")
 
 
 for _name in RUNS:  # a `launch` that cannot place a run stops the pipeline at start, naming the run
@@ -106,7 +109,8 @@ def evaluate_command(wildcards, input, output, threads, resources):
 # runs the rule's shell: if it is killed, the ranks stop instead of running on as orphans.
 LAUNCH_LINE = (
     "sylvie launch --watch-pid $PPID --ranks {params.parts} --nodes {resources.nodes} --gpus-per-node "
-    "{resources.gpus_per_node} --cpus-per-rank {resources.cpus_per_rank} --threads {threads} -- "
+    "{resources.gpus_per_node} --cpus-per-rank {resources.cpus_per_rank} --threads {threads} --allocator "
+    + LAUNCH["allocator"] + " -- "
 )
 
 # what the Slurm executor reads (nodes, tasks, cpus_per_task, mpi, gres, gpu, tasks_per_gpu), then what the launch
