@@ -4,13 +4,17 @@ malloc with freed blocks of 1 MB or more handed back at once and PyTorch's trans
 (``THP_MEM_ALLOC_ENABLE=1``), so that such a block faults in 2 MB at a time rather than 4 KB.
 
 A full-graph rank allocates the same part-sized tensors every epoch; glibc alone either keeps freed blocks in a heap
-they fragment (its own thresholds: a rank's peak 1.3-1.4x) or returns them and faults every page in again next
-epoch. Measured side by side (``benchmarks/allocators.py``, the table in ``benchmarks/README.md``: the products
-preset at 1/10 and full size, 4 ranks) against the held-block allocator we had written (a replacement of PyTorch's
-CPU allocator, planned per step, built with g++ at run time; removed), mimalloc, jemalloc (PyTorch's settings),
-glibc and huge pages: tcmalloc was within a few percent of ours and of the best at every row, with no compiler, no
-cache folder and nothing inside PyTorch replaced. The fallback (huge pages, freed memory returned) costs about as
-much time as glibc's thresholds at the peak of a rank that returns its memory.
+they fragment (its own thresholds: a rank's peak up to 1.35x) or returns them and faults every page in again the
+next epoch. Measured side by side on the products preset, 4 ranks, GraphSAGE 3 x 64 (``benchmarks/allocators.py``;
+the table in ``benchmarks/README.md``) against the held-block allocator the ranks had before (a replacement of
+PyTorch's CPU allocator that planned each step's blocks, ~930 lines of C++ and Python built with g++ at run time;
+removed), mimalloc, jemalloc (PyTorch's settings), glibc and huge pages: tcmalloc's steady epoch was 0.90-1.04x the
+held-block allocator's at 1/10 scale and 0.88-0.90x at full size (the fastest of all at every row but one, within 4%
+there), with a rank's peak 1.02-1.03x at 1/10 and 1.17-1.19x at full size (it keeps more freed memory; at full size
+jemalloc and the fallback below kept the held-block allocator's peak, at 1.04x and 1.18x its time, and at 1/10
+jemalloc took 1.4x). The fallback, huge pages with
+freed blocks returned, costs 1.1-1.4x tcmalloc's time at the held-block allocator's peak; ``glibc`` asks for it where
+memory, not time, is short.
 
 Where the library is looked for: PyTorch's launcher's folders (``$CONDA_PREFIX/lib``, ``$VIRTUAL_ENV/lib``,
 ``~/.local/lib``, ``/usr/local/lib``, ``/usr/local/lib64``, ``/usr/lib``, ``/usr/lib64``) and the system's
@@ -77,6 +81,6 @@ def allocator_env(choice: str, env: dict) -> dict:
                           f"launch.allocator to auto or glibc")
     if choice == "auto":
         log.warning(f"sylvie launch: tcmalloc is not installed, so the ranks use glibc's malloc (freed blocks "
-                    f"returned, transparent huge pages): full-graph epochs up to 1.1x slower; for tcmalloc: "
-                    f"{INSTALL}")
+                    f"returned, transparent huge pages): full-graph epochs 1.1-1.4x slower on the products preset; "
+                    f"for tcmalloc: {INSTALL}")
     return {HUGE_PAGES: env.get(HUGE_PAGES, "1")}
