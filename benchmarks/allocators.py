@@ -17,7 +17,8 @@ Variants (each a ``sylvie launch`` of 4 ranks on this machine, loopback):
 - **tcmalloc**, **mimalloc**, **jemalloc**: the library in ``LD_PRELOAD`` of every rank (Debian's
   ``libtcmalloc-minimal4``, ``libmimalloc2.0``, ``libjemalloc2``); jemalloc with the settings PyTorch's own CPU
   launcher gives it (``torch.backends.xeon.run_cpu --enable-jemalloc``: ``oversize_threshold:1``, a background
-  thread, decay after 9e9 ms, i.e. freed pages kept), which were its best here.
+  thread, decay after 9e9 ms, i.e. freed pages kept), which were its best here; **tcmalloc-decommit**: tcmalloc
+  handing freed spans back to the system at once (``TCMALLOC_AGGRESSIVE_DECOMMIT=true``);
 
 The six run the code of ``--tree`` (default: ``--ours``'s revision), the library set by hand with ours turned off
 (``SYLVIE_CPU_MEMORY=glibc``), so that only the allocator differs. A seventh, **now**, runs this checkout as
@@ -50,7 +51,7 @@ from common import partition as partition_graph
 LIBRARIES = {"tcmalloc": "libtcmalloc_minimal.so.4", "mimalloc": "libmimalloc.so.2", "jemalloc": "libjemalloc.so.2"}
 JEMALLOC_CONF = ("oversize_threshold:1,background_thread:true,metadata_thp:auto,dirty_decay_ms:9000000000,"
                  "muzzy_decay_ms:9000000000")  # torch.backends.xeon.run_cpu's
-VARIANTS = ("ours", "glibc", "thp", "tcmalloc", "mimalloc", "jemalloc", "now")
+VARIANTS = ("ours", "glibc", "thp", "tcmalloc", "tcmalloc-decommit", "mimalloc", "jemalloc", "now")
 SAGE64 = ["--arch", "sage", "--hidden", "64", "--no-self-loop"]
 CONVERGENCE_MODELS = {
     "GraphSAGE 3 x 64": SAGE64,
@@ -87,6 +88,8 @@ def variant_env(variant: str, checkout: Path) -> dict:
     if variant == "thp":
         env.update(SYLVIE_CPU_MEMORY="return", THP_MEM_ALLOC_ENABLE="1", MALLOC_MMAP_THRESHOLD_="1048576",
                    MALLOC_TRIM_THRESHOLD_="1048576")
+    elif variant == "tcmalloc-decommit":  # freed spans handed back to the system at once
+        env.update(LD_PRELOAD=library("tcmalloc"), TCMALLOC_AGGRESSIVE_DECOMMIT="true")
     elif variant in LIBRARIES:
         env["LD_PRELOAD"] = library(variant)
         if variant == "jemalloc":
