@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 from pathlib import Path
@@ -47,6 +48,8 @@ import psutil
 from before_after import environ, version_env, worktrees
 from common import REPO, publish, run, synthetic_graph, synthetic_partition
 from common import partition as partition_graph
+
+from sylvie.launch.allocator import library_dirs
 
 LIBRARIES = {"tcmalloc": "libtcmalloc_minimal.so.4", "mimalloc": "libmimalloc.so.2", "jemalloc": "libjemalloc.so.2"}
 JEMALLOC_CONF = ("oversize_threshold:1,background_thread:true,metadata_thp:auto,dirty_decay_ms:9000000000,"
@@ -69,9 +72,10 @@ RESULTS = "results.jsonl"  # every run's figures, one line each, in --work: the 
 
 
 def library(name: str) -> str:
-    """The path of a library variant's shared object (as the dynamic linker finds it), or exit naming the package."""
-    for d in ("/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/lib"):
-        p = Path(d) / LIBRARIES[name]
+    """The path of a library variant's shared object, looked for where ``sylvie launch`` looks for tcmalloc, or exit
+    naming the package."""
+    for d in library_dirs(dict(os.environ)):
+        p = d / LIBRARIES[name]
         if p.exists():
             return str(p)
     raise SystemExit(f"{LIBRARIES[name]} not found: install it (make install installs tcmalloc; apt-get install "

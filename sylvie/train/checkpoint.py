@@ -12,13 +12,13 @@ from pathlib import Path
 import torch
 
 from sylvie.atomic import atomic_path
-from sylvie.config import resumable_keys
+from sylvie.config import resumable_keys, section
 from sylvie.train.optimiser import schedule_follows_epochs
 
-# train knobs added after checkpoints carried an identity, with their defaults: a knob at its default is left out of
-# the identity, so that those checkpoints still resume
-_LATER_TRAIN_KNOBS = {"mode": "full", "boundary_sampling": 1, "optimizer": "Adam", "optimizer_args": {},
-                      "lr_schedule": None, "lr_schedule_args": {}, "warmup_epochs": 0, "warmup_start_factor": 0.1}
+# train knobs added after checkpoints carried an identity: one at its default (the schema's) is left out of the
+# identity, so that those checkpoints still resume
+_LATER_TRAIN_KNOBS = ("mode", "boundary_sampling", "optimizer", "optimizer_args", "lr_schedule", "lr_schedule_args",
+                      "warmup_epochs", "warmup_start_factor")
 
 
 def run_identity(model_cfg: dict, train_cfg: dict, comm_cfg: dict, manifest: dict,
@@ -27,8 +27,9 @@ def run_identity(model_cfg: dict, train_cfg: dict, comm_cfg: dict, manifest: dic
     (sampling, cache)."""
     ident = {f"model.{k}": v for k, v in model_cfg.items()}
     # the defaults of knobs added later are left out, so that checkpoints from before them still resume
+    defaults = vars(section("train"))
     ident.update({f"train.{k}": v for k, v in train_cfg.items() if k not in resumable_keys("train")
-                  and not (k in _LATER_TRAIN_KNOBS and v == _LATER_TRAIN_KNOBS[k])})
+                  and not (k in _LATER_TRAIN_KNOBS and v == defaults[k])})
     if schedule_follows_epochs(train_cfg.get("lr_schedule"), train_cfg.get("lr_schedule_args")):
         ident["train.epochs"] = train_cfg["epochs"]  # the schedule's length: another epochs is another trajectory
     for name, cfg in {"comm": comm_cfg, **(extra or {})}.items():

@@ -20,27 +20,29 @@ from sylvie.errors import SylvieError
 _LENGTH_ARGUMENT = {"CosineAnnealingLR": "T_max", "PolynomialLR": "total_iters", "LinearLR": "total_iters"}
 
 
-def _optimiser_class(name: str) -> type:
-    cls = getattr(torch.optim, name, None)
-    if not (inspect.isclass(cls) and issubclass(cls, torch.optim.Optimizer) and cls is not torch.optim.Optimizer):
-        known = sorted(n for n, c in vars(torch.optim).items() if inspect.isclass(c)
-                       and issubclass(c, torch.optim.Optimizer) and c is not torch.optim.Optimizer)
-        raise SylvieError(f"train.optimizer {name!r}: not an optimiser of torch.optim; choose one of "
-                          f"{', '.join(known)}")
+def _named_class(module, base: type, excluded: tuple, name: str, knob: str, what: str) -> type:
+    """The class ``name`` of ``module``: a subclass of ``base`` other than ``excluded``; else an error naming
+    ``knob`` and every name it could be."""
+    def usable(c) -> bool:
+        return inspect.isclass(c) and issubclass(c, base) and c is not base and c not in excluded
+
+    cls = getattr(module, name, None)
+    if not usable(cls):
+        known = sorted(n for n, c in vars(module).items() if usable(c))
+        raise SylvieError(f"{knob} {name!r}: not {what}; choose one of {', '.join(known)}")
     return cls
+
+
+def _optimiser_class(name: str) -> type:
+    return _named_class(torch.optim, torch.optim.Optimizer, (), name, "train.optimizer",
+                        "an optimiser of torch.optim")
 
 
 def _schedule_class(name: str) -> type:
     sched = torch.optim.lr_scheduler
-    cls = getattr(sched, name, None)
-    base = sched.LRScheduler
-    excluded = (base, sched.SequentialLR, sched.ChainedScheduler, sched.ReduceLROnPlateau)
-    if not (inspect.isclass(cls) and issubclass(cls, base) and cls not in excluded):
-        known = sorted(n for n, c in vars(sched).items() if inspect.isclass(c) and issubclass(c, base)
-                       and c not in excluded)
-        raise SylvieError(f"train.lr_schedule {name!r}: not a schedule of torch.optim.lr_scheduler stepped once per "
-                          f"epoch; choose one of {', '.join(known)}, or null for a constant lr")
-    return cls
+    return _named_class(sched, sched.LRScheduler, (sched.SequentialLR, sched.ChainedScheduler,
+                                                   sched.ReduceLROnPlateau), name, "train.lr_schedule",
+                        "a schedule of torch.optim.lr_scheduler stepped once per epoch (or null for a constant lr)")
 
 
 def schedule_follows_epochs(lr_schedule: str | None, lr_schedule_args: dict | None) -> bool:
