@@ -18,7 +18,10 @@ Variants (each a ``sylvie launch`` of 4 ranks on this machine, loopback):
   ``libtcmalloc-minimal4``, ``libmimalloc2.0``, ``libjemalloc2``); jemalloc with the settings PyTorch's own CPU
   launcher gives it (``torch.backends.xeon.run_cpu --enable-jemalloc``: ``oversize_threshold:1``, a background
   thread, decay after 9e9 ms, i.e. freed pages kept), which were its best here; **tcmalloc-decommit**: tcmalloc
-  handing freed spans back to the system at once (``TCMALLOC_AGGRESSIVE_DECOMMIT=true``);
+  handing freed spans back to the system at once (``TCMALLOC_AGGRESSIVE_DECOMMIT=true``); **tcmalloc-release**:
+  tcmalloc returning freed pages ten times its default rate (``TCMALLOC_RELEASE_RATE=10``); **jemalloc-kept**:
+  jemalloc with PyTorch's settings but no oversize arena (``oversize_threshold:0``: PyTorch's ``oversize_threshold:1``
+  puts every large block in an arena that returns its pages at once, whatever the decay);
 
 The six run the code of ``--tree`` (default: ``--ours``'s revision), the library set by hand with ours turned off
 (``SYLVIE_CPU_MEMORY=glibc``), so that only the allocator differs. A seventh, **now**, runs this checkout as
@@ -54,7 +57,10 @@ from sylvie.launch.allocator import library_dirs
 LIBRARIES = {"tcmalloc": "libtcmalloc_minimal.so.4", "mimalloc": "libmimalloc.so.2", "jemalloc": "libjemalloc.so.2"}
 JEMALLOC_CONF = ("oversize_threshold:1,background_thread:true,metadata_thp:auto,dirty_decay_ms:9000000000,"
                  "muzzy_decay_ms:9000000000")  # torch.backends.xeon.run_cpu's
-VARIANTS = ("ours", "glibc", "thp", "tcmalloc", "tcmalloc-decommit", "mimalloc", "jemalloc", "now")
+JEMALLOC_KEPT_CONF = ("oversize_threshold:0,background_thread:true,metadata_thp:auto,dirty_decay_ms:9000000000,"
+                      "muzzy_decay_ms:9000000000")  # the same, large blocks kept in the arenas (no oversize arena)
+VARIANTS = ("ours", "glibc", "thp", "tcmalloc", "tcmalloc-decommit", "tcmalloc-release", "mimalloc", "jemalloc",
+            "jemalloc-kept", "now")
 SAGE64 = ["--arch", "sage", "--hidden", "64", "--no-self-loop"]
 CONVERGENCE_MODELS = {
     "GraphSAGE 3 x 64": SAGE64,
@@ -94,6 +100,10 @@ def variant_env(variant: str, checkout: Path) -> dict:
                    MALLOC_TRIM_THRESHOLD_="1048576")
     elif variant == "tcmalloc-decommit":  # freed spans handed back to the system at once
         env.update(LD_PRELOAD=library("tcmalloc"), TCMALLOC_AGGRESSIVE_DECOMMIT="true")
+    elif variant == "tcmalloc-release":  # freed spans handed back 10x faster than tcmalloc's default rate
+        env.update(LD_PRELOAD=library("tcmalloc"), TCMALLOC_RELEASE_RATE="10")
+    elif variant == "jemalloc-kept":
+        env.update(LD_PRELOAD=library("jemalloc"), MALLOC_CONF=JEMALLOC_KEPT_CONF)
     elif variant in LIBRARIES:
         env["LD_PRELOAD"] = library(variant)
         if variant == "jemalloc":
