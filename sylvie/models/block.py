@@ -35,6 +35,7 @@ class Block:
     out_degree: torch.Tensor  # (num_src,) int64
     src_ids: torch.Tensor | None = None  # (num_src,) graph ids of the sources (sampled blocks)
     dst_ids: torch.Tensor | None = None  # (num_dst,) graph ids of the destinations (sampled blocks)
+    dst_in_src: bool = True  # the destinations are the first num_dst sources (False: two node types' relation)
     _transpose: Transpose | None = field(default=None, repr=False)
     _cache: dict = field(default_factory=dict, repr=False)  # per-block values derived once (ops.py)
 
@@ -44,7 +45,7 @@ class Block:
                              f"{tuple(self.indptr.shape)} {self.indptr.dtype}")
         if self.indices.dtype not in (torch.int32, torch.int64) or self.indices.dim() != 1:
             raise ValueError(f"Block: indices must be a 1-d int32 or int64 tensor, got {self.indices.dtype}")
-        if self.num_dst > self.num_src:
+        if self.dst_in_src and self.num_dst > self.num_src:
             raise ValueError(f"Block: {self.num_dst} destinations but only {self.num_src} sources; the destinations "
                              f"are the first sources")
         if self.in_degree.shape != (self.num_dst,) or self.out_degree.shape != (self.num_src,):
@@ -71,7 +72,7 @@ class Block:
     def same_rows(self) -> bool:
         """Sources and destinations are the same rows (the whole graph, one partition): a layer takes its input
         whole as its destinations, not a slice of it (whose backward writes a zero gradient for every row)."""
-        return self.num_src == self.num_dst
+        return self.dst_in_src and self.num_src == self.num_dst
 
     def local_in_degree(self) -> torch.Tensor:
         """In-edges of each destination in this block (int64): what a mean or a softmax runs over."""

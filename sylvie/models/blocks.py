@@ -1,13 +1,16 @@
 """The blocks a model runs on, built from a rank's shard (its inner rows as destinations, inner + halo rows as
 sources), from the whole graph (every node inner, no halo: sources and destinations the same rows), or from a
-rank's block less some halo rows (boundary-node sampling). A model knows no more of partitions than that."""
+rank's block less some halo rows (boundary-node sampling); and a typed graph's, a block per relation. A model
+knows no more of partitions than that."""
 from __future__ import annotations
 
 import numpy as np
 import torch
 from numba import njit
 
+from sylvie.graph_types import GraphTypes
 from sylvie.models.block import Block
+from sylvie.models.typed_block import TypedBlock
 
 
 @njit(cache=True, nogil=True)
@@ -108,3 +111,31 @@ def halo_subblock(block: Block, halo_kept: torch.Tensor) -> Block:
     dropped = block.local_in_degree() - (sub_indptr[1:] - sub_indptr[:-1])
     return Block(sub_indptr, src[keep], int(sources.shape[0]), block.in_degree - dropped,
                  torch.index_select(block.out_degree, 0, sources))
+
+
+def relation_block(src_rows: np.ndarray, dst_rows: np.ndarray, num_src: int, num_dst: int,
+                   same_type: bool) -> Block:
+    """One relation's block of the edges ``src_rows -> dst_rows`` (rows within their types), by destination;
+    its degrees are its own (an R-GCN layer averages over a relation's in-edges)."""
+    indptr, src = csc(src_rows, dst_rows, num_dst, num_src, self_loop=False)
+    in_degree = torch.from_numpy(np.diff(indptr))
+    out_degree = torch.from_numpy(np.bincount(src_rows, minlength=num_src).astype(np.int64))
+    return Block(torch.from_numpy(indptr), torch.from_numpy(src), num_src, in_degree, out_degree,
+                 dst_in_src=same_type)
+
+
+def whole_graph_typed_block(types: GraphTypes, type_counts, src: np.ndarray, dst: np.ndarray,
+                            relation: np.ndarray, device="cpu") -> TypedBlock:
+    """The whole typed graph as one typed block: every node a destination and a source of its type. ``src``,
+    ``dst``: the edges' node ids, type-contiguous in ``types.node_types`` order with ``type_counts`` nodes each;
+    ``relation``: each edge's relation index."""
+    counts = tuple(int(c) for c in type_counts)
+    offsets = np.concatenate([[0], np.cumsum(counts)])
+    blocks = []
+    order = np.argsort(relation, kind="stable")
+    bounds = np.searchsorted(relation[order], np.arange(len(types.relations) + 1))
+    for r in range(len(types.relations)):
+        s, d = types.ends(r)
+        mine = order[bounds[r]:bounds[r + 1]]
+        blocks.append(relation_block(src[mine] - offsets[s], dst[mine] - offsets[d], counts[s], counts[d], s == d))
+    return TypedBlock(types, counts, counts, tuple(blocks)).to(device)

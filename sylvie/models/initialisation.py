@@ -28,4 +28,6 @@ def initialise_gat(conv: GATConv) -> GATConv:
     """torch's ``nn.Linear`` init for GAT's projection (``fc``), in place; the attention vectors and zero bias stay
     as DGL sets them."""
     conv.fc.reset_parameters()
+    if conv.fc_dst is not None:
+        conv.fc_dst.reset_parameters()
     return conv

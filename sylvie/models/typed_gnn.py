@@ -1,0 +1,118 @@
+"""Layer stacks of R-GCN and R-GAT on a typed block (``sylvie.models.typed_block.TypedBlock``), on PyTorch alone.
+
+``forward(tb, xs, halo)``: ``xs`` holds, per node type, the layer-0 rows of its sources (its destinations first,
+then its halo rows), or None for a type without features: such a type's layer-0 rows are an embedding table that the
+model holds and trains, its rows those of the type's destinations (the whole graph: every node of the type; a rank:
+its inner nodes of the type, the table partitioned with its nodes). Where sources are more than destinations (a
+rank's part), the model asks ``halo(rows, layer)`` for the halo rows of each type's current state, ``rows`` a list
+per node type (None for a type it does not need), and gets a list per type back: at layer 0 the embedding tables'
+rows (so an embedding row of a halo node trains exactly as in one process: its value travels forward, its gradient
+back), at every later layer the hidden state. With one process (the whole graph) ``halo`` is None.
+
+Between layers: ReLU (R-GCN) or ELU (R-GAT; heads flattened, the last layer's one head), then dropout of every type's
+rows. R-GAT's first layer drops out its input, as GAT's does; the last layer computes the target type only, whose
+rows the model returns.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from sylvie.graph_types import GraphTypes
+from sylvie.models.dropout import Dropout
+from sylvie.models.rgat import RelGATConv
+from sylvie.models.rgcn import RelGraphConv
+from sylvie.models.typed_block import TypedBlock
+
+TYPED_ARCHS = ("rgcn", "rgat")
+TypedHaloFn = Callable[[list, int], list]
+
+
+class TypedGNN(nn.Module):
+    def __init__(self, arch: str, types: GraphTypes, in_widths: tuple[int | None, ...], hidden: int,
+                 num_classes: int, layers: int = 2, dropout: float = 0.5, heads: int = 4,
+                 num_bases: int | None = None, embedding_rows: tuple[int, ...] | None = None,
+                 embedding_width: int | None = None):
+        """``in_widths``: each node type's feature width, None for a type without features, which gets an
+        embedding table of ``embedding_rows[t]`` rows (its destinations) and ``embedding_width`` columns (default:
+        the widest feature width, or ``hidden`` where no type has features)."""
+        super().__init__()
+        if arch not in TYPED_ARCHS:
+            raise ValueError(f"unknown typed model arch '{arch}'; choose one of {', '.join(TYPED_ARCHS)}")
+        if layers < 1:
+            raise ValueError(f"layers must be >= 1, got {layers}")
+        if len(in_widths) != len(types.node_types):
+            raise ValueError(f"{len(in_widths)} input widths for {len(types.node_types)} node types")
+        self.arch, self.types, self.heads = arch, types, heads
+        featured = [w for w in in_widths if w is not None]
+        width = embedding_width or (max(featured) if featured else hidden)
+        self.embeddings = nn.ModuleDict()
+        for t, w in enumerate(in_widths):
+            if w is None:
+                if embedding_rows is None:
+                    raise ValueError(f"node type {types.node_types[t]!r} has no features: give its embedding rows")
+                self.embeddings[str(t)] = nn.Embedding(embedding_rows[t], width)
+                nn.init.normal_(self.embeddings[str(t)].weight, std=width ** -0.5)
+        widths = tuple(width if w is None else w for w in in_widths)
+        ends = [types.ends(r) for r in range(len(types.relations))]
+        self.convs = nn.ModuleList()
+        for i in range(layers):
+            last = i == layers - 1
+            d_out = num_classes if last else hidden
+            if arch == "rgcn":
+                conv = RelGraphConv(widths, d_out, ends, num_bases)
+            else:
+                conv = RelGATConv(widths, d_out, 1 if last else heads, ends, feat_drop=dropout if i == 0 else 0.0,
+                                  attn_drop=dropout)
+            self.convs.append(conv)
+            widths = (hidden * heads if arch == "rgat" else hidden,) * len(widths)
+        self.dropout = Dropout(dropout)
+
+    def forward(self, tb: TypedBlock, xs: list[torch.Tensor | None], halo: TypedHaloFn | None = None) \
+            -> torch.Tensor:
+        target = self.types.target_index
+        h = list(xs)
+        if len(self.embeddings):
+            tables = [self.embeddings[str(t)].weight if str(t) in self.embeddings else None for t in range(len(h))]
+            for t, rows in enumerate(self._sources(tb, tables, 0, halo, drop=False)):
+                if rows is not None:
+                    h[t] = rows
+        for i, conv in enumerate(self.convs):
+            last = i == len(self.convs) - 1
+            if i > 0:
+                h = self._sources(tb, h, i, halo, drop=True)
+            for t, x in enumerate(h):
+                if x is None or x.shape[0] != tb.num_src[t]:
+                    raise RuntimeError(f"layer {i}: node type {self.types.node_types[t]!r} got "
+                                       f"{None if x is None else x.shape[0]} rows for {tb.num_src[t]} sources")
+            h = conv(tb, h, {target} if last else None)
+            if self.arch == "rgat":
+                h = [None if y is None else (y.mean(1) if last else y.flatten(1)) for y in h]
+            if not last:
+                h = [F.elu(y) if self.arch == "rgat" else F.relu(y) for y in h]
+        return h[target]
+
+    def _sources(self, tb: TypedBlock, rows: list, layer: int, halo: TypedHaloFn | None, drop: bool) -> list:
+        """Each type's source rows from its destination rows ``rows`` (None stays None): with halo rows
+        (``halo``) after them, dropped out where ``drop``."""
+        more = any(r is not None and tb.num_src[t] > r.shape[0] for t, r in enumerate(rows))
+        got = halo(rows, layer) if halo is not None and more else None
+        if got is None:
+            for t, r in enumerate(rows):
+                if r is not None and r.shape[0] != tb.num_src[t]:
+                    raise RuntimeError(f"layer {layer}: node type {self.types.node_types[t]!r} has "
+                                       f"{tb.num_src[t] - r.shape[0]} halo rows but no halo exchange was given")
+            return [None if r is None else (self.dropout(r) if drop else r) for r in rows]
+        out = []
+        for r, g in zip(rows, got, strict=True):
+            if r is None:
+                out.append(None)
+            elif drop:
+                out.append(self.dropout.cat(r, g))
+            else:
+                out.append(torch.cat([r, g]))
+        return out
+
