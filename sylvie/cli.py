@@ -20,9 +20,12 @@ def _download(args) -> None:
     from sylvie.data.registry import download
 
     meta = download(args.name, args.out, section_from_args(args, "dataset"))
-    log.info(f"{meta['name']}: {meta['num_nodes']:,} nodes, {meta['num_edges']:,} edges, {meta['num_features']} "
-             f"features, {meta['num_classes']} classes, split {meta['num_train']}/{meta['num_val']}/{meta['num_test']} "
-             f"-> {args.out}")
+    types = meta.get("types")
+    typed = (f" of {len(types['node_types'])} node types and {len(types['relations'])} relations, target "
+             f"{types['target']}" if types else "")
+    log.info(f"{meta['name']}: {meta['num_nodes']:,} nodes, {meta['num_edges']:,} edges{typed}, "
+             f"{meta['num_features']} features, {meta['num_classes']} classes, split "
+             f"{meta['num_train']}/{meta['num_val']}/{meta['num_test']} -> {args.out}")
 
 
 def _export(args) -> None:

@@ -43,6 +43,9 @@ def export_graph(dataset_dir: str | Path, out_dir: str | Path, layout: ExportLay
     """Write ``edges.<ext>`` and ``nodes.<ext>`` of the canonical graph in ``dataset_dir`` into ``out_dir``; returns
     the ``datasets:`` entry (a mapping) that reads them back."""
     graph = load_graph(dataset_dir)
+    if graph.typed:
+        raise SylvieError(f"{dataset_dir}: a typed graph; this version exports graphs of one node type and one "
+                          f"relation only (typed files come with source: files for typed graphs): nothing was written")
     n = graph.num_nodes
     if layout.class_names is not None and len(layout.class_names) != graph.num_classes:
         raise SylvieError(f"--class-names: {len(layout.class_names)} names for {graph.num_classes} classes")

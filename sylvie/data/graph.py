@@ -10,6 +10,12 @@ On disk a canonical graph is a directory:
     node_keys.arrow  only for a graph made from a user's files with their own node ids
                   (``sylvie/formats/node_keys.py``)
 
+A typed graph (``sylvie.graph_types``: node types, relations, a target type) is the same directory with its node ids
+type-contiguous (``type_counts`` per type, in ``meta.json`` with the types), each edge's relation index in a
+``relation`` column (int16) of ``edges.arrow``, and each node type's features in ``features.<t>.arrow`` (t: the
+type's index; no file for a type without features) rather than a ``feat`` column; labels and splits on the target
+type's nodes only. A homogeneous graph is the case of one type and one relation, written as before.
+
 The directory is written atomically and validated both when written and when read.
 """
 from __future__ import annotations
@@ -29,6 +35,7 @@ from sylvie.atomic import atomic_path, read_json
 from sylvie.errors import SylvieError, one_line
 from sylvie.formats.node_keys import write_node_keys
 from sylvie.formats.splits import SPLITS
+from sylvie.graph_types import HOMOGENEOUS, GraphTypes
 from sylvie.output_dir import CANONICAL_GRAPH, identify
 
 FORMAT_VERSION = 1
@@ -66,10 +73,44 @@ class Graph:
     counted_degrees: tuple | None = field(default=None, repr=False, compare=False)
     # the user's id of every node (int64 or large_string, in node order), where the source gives ids of its own
     node_keys: pa.Array | None = field(default=None, repr=False, compare=False)
+    # A typed graph: its types, nodes per type (ids type-contiguous in types.node_types order), each edge's relation
+    # index, and each type's features (None: a type without features); ``features`` then has no columns (N x 0).
+    # A homogeneous graph: HOMOGENEOUS, no counts, no relation column, its features in ``features``.
+    types: GraphTypes = HOMOGENEOUS
+    type_counts: tuple[int, ...] = ()
+    relation: np.ndarray | None = field(default=None, repr=False)
+    type_features: tuple[np.ndarray | None, ...] = field(default=(), repr=False)
 
     @property
     def num_nodes(self) -> int:
-        return int(self.features.shape[0])
+        return int(self.labels.shape[0])
+
+    @property
+    def typed(self) -> bool:
+        return not self.types.homogeneous
+
+    @property
+    def node_counts(self) -> tuple[int, ...]:
+        """Nodes of each type (a homogeneous graph: all of them)."""
+        return tuple(self.type_counts) if self.typed else (self.num_nodes,)
+
+    @property
+    def type_offsets(self) -> np.ndarray:
+        """The first node id of each type, then the number of nodes (int64)."""
+        return np.concatenate([[0], np.cumsum(self.node_counts, dtype=np.int64)])
+
+    def features_of(self, t: int) -> np.ndarray | None:
+        """Node type ``t``'s features (a row per node of the type), None for a type without features."""
+        return self.type_features[t] if self.typed else self.features
+
+    @property
+    def feature_widths(self) -> tuple[int | None, ...]:
+        features = map(self.features_of, range(len(self.node_counts)))
+        return tuple(None if f is None else int(f.shape[1]) for f in features)
+
+    def edge_relations(self) -> np.ndarray:
+        """Each edge's relation index (a homogeneous graph: all 0)."""
+        return self.relation if self.relation is not None else np.zeros(self.num_edges, np.int16)
 
     @property
     def num_edges(self) -> int:
@@ -83,7 +124,10 @@ class Graph:
     def validate(self, where: str) -> None:
         """Raise SylvieError naming ``where`` and the field if anything is inconsistent."""
         n = self.num_nodes
-        check_features(self.features, n, where)
+        if self.typed:
+            self._validate_types(where)
+        else:
+            check_features(self.features, n, where)
         for name, arr in {"label": self.labels, **self.masks}.items():
             if arr.shape != (n,):
                 raise SylvieError(f"{where}: field '{name}' has {arr.shape[0]} rows, expected {n} (one per node)")
@@ -105,6 +149,48 @@ class Graph:
         if self.node_keys is not None and len(self.node_keys) != n:
             raise SylvieError(f"{where}: {len(self.node_keys)} node ids for {n} nodes")
 
+    def _validate_types(self, where: str) -> None:
+        """A typed graph's counts, relation column, features and labels (on the target type only)."""
+        types = self.types
+        types.check(where)
+        counts = self.node_counts
+        if len(counts) != len(types.node_types) or sum(counts) != self.num_nodes or min(counts) < 0:
+            raise SylvieError(f"{where}: type_counts {list(counts)} must give the nodes of each of the "
+                              f"{len(types.node_types)} node types, {self.num_nodes} in all")
+        rel = self.relation
+        if rel is None or rel.shape != self.src.shape:
+            raise SylvieError(f"{where}: a typed graph needs each edge's relation ('relation', one per edge)")
+        if rel.shape[0] and (int(rel.min()) < 0 or int(rel.max()) >= len(types.relations)):
+            raise SylvieError(f"{where}: field 'relation' must lie in [0, {len(types.relations)}) (one per relation)")
+        offsets = self.type_offsets
+        if self.num_edges:
+            s_ends, d_ends = (np.array([types.type_index(getattr(r, end)) for r in types.relations])
+                              for end in ("src", "dst"))
+            for ids, ends, end in ((self.src, s_ends, "source"), (self.dst, d_ends, "destination")):
+                t = ends[rel]
+                bad = (ids < offsets[t]) | (ids >= offsets[t + 1])
+                if bad.any():
+                    e = int(np.flatnonzero(bad)[0])
+                    relation = types.relations[int(rel[e])]
+                    raise SylvieError(f"{where}: {int(bad.sum())} edges have a {end} outside their relation's node "
+                                      f"type, first edge {e} of relation {relation} (node {int(ids[e])}); the "
+                                      f"edges refer to nodes missing from the type's table")
+        if len(self.type_features) != len(counts):
+            raise SylvieError(f"{where}: {len(self.type_features)} feature matrices for {len(counts)} node types "
+                              f"(None for a type without features)")
+        for t, f in enumerate(self.type_features):
+            if f is not None:
+                check_features(f, counts[t], f"{where}: node type {types.node_types[t]!r}")
+        target = types.target_index
+        outside = np.ones(self.num_nodes, dtype=bool)
+        outside[offsets[target]:offsets[target + 1]] = False
+        for name, arr in {"label": self.labels >= 0, **self.masks}.items():
+            if arr[outside].any():
+                i = int(np.flatnonzero(arr & outside)[0])
+                raise SylvieError(f"{where}: field '{name}' is set on node {i}, which is not of the target type "
+                                  f"{types.target!r}; labels and splits belong to the target type only: make that "
+                                  f"type the target or drop them")
+
     def fingerprint(self, edges_hash=None) -> str:
         """sha256 over the arrays' bytes (not the file encoding): identifies the content. ``edges_hash``: the hash of
         the edges taken before (:func:`hash_edges`), continued here; the edge columns are then not read (None)."""
@@ -112,6 +198,11 @@ class Graph:
         for arr in (self.features, self.labels, self.train_mask, self.val_mask, self.test_mask):
             h.update(np.ascontiguousarray(arr))  # the buffer itself: tobytes() would copy the largest array
         h.update(str(self.num_classes).encode())
+        if self.typed:  # a homogeneous graph's fingerprint is what it was before typed graphs
+            h.update(json.dumps([self.types.to_json(), list(self.node_counts), list(self.feature_widths)]).encode())
+            h.update(np.ascontiguousarray(self.relation))
+            for f in self.type_features:
+                h.update(b"-" if f is None else np.ascontiguousarray(f))
         return h.hexdigest()
 
 
@@ -199,10 +290,19 @@ def remove_self_loops(src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.
     return src[keep], dst[keep], int((~keep).sum())
 
 
+def _feat_column(features: np.ndarray) -> pa.FixedSizeListArray:
+    return pa.FixedSizeListArray.from_arrays(pa.array(features.reshape(-1)), features.shape[1])
+
+
 def _nodes_table(graph: Graph) -> pa.Table:
-    d = graph.features.shape[1]
-    feat = pa.FixedSizeListArray.from_arrays(pa.array(graph.features.reshape(-1)), d)
-    return pa.table({"feat": feat, "label": graph.labels.astype(np.int64), **graph.masks})
+    """Labels and splits of every node; the features too where the graph is homogeneous."""
+    feat = {} if graph.typed else {"feat": _feat_column(graph.features)}
+    return pa.table({**feat, "label": graph.labels.astype(np.int64), **graph.masks})
+
+
+def type_features_file(t: int) -> str:
+    """The file of node type ``t``'s features in a typed canonical graph."""
+    return f"features.{t}.arrow"
 
 
 def _write_arrow(path: Path, table: pa.Table) -> None:
@@ -222,7 +322,7 @@ def save_graph(graph: Graph, directory: str | Path, source: str, inputs: tuple =
         "source": source,
         "num_nodes": graph.num_nodes,
         "num_edges": graph.num_edges,
-        "num_features": int(graph.features.shape[1]),
+        "num_features": int(graph.feature_widths[graph.types.target_index] or 0),
         "num_classes": int(graph.num_classes),
         "num_train": int(graph.train_mask.sum()),
         "num_val": int(graph.val_mask.sum()),
@@ -230,10 +330,17 @@ def save_graph(graph: Graph, directory: str | Path, source: str, inputs: tuple =
         "fingerprint": graph.fingerprint(),
         **graph.info,
     }
+    edges = {"src": np.asarray(graph.src, dtype=np.int64), "dst": np.asarray(graph.dst, dtype=np.int64)}
+    if graph.typed:
+        meta.update(types=graph.types.to_json(), type_counts=list(graph.node_counts),
+                    feature_widths=list(graph.feature_widths))
+        edges["relation"] = np.asarray(graph.relation, dtype=np.int16)
     with atomic_path(directory, directory=True, kind=CANONICAL_GRAPH, inputs=inputs) as tmp:
         _write_arrow(tmp / "nodes.arrow", _nodes_table(graph))
-        _write_arrow(tmp / "edges.arrow", pa.table({"src": np.asarray(graph.src, dtype=np.int64),
-                                                    "dst": np.asarray(graph.dst, dtype=np.int64)}))
+        _write_arrow(tmp / "edges.arrow", pa.table(edges))
+        for t, f in enumerate(graph.type_features if graph.typed else ()):
+            if f is not None:
+                _write_arrow(tmp / type_features_file(t), pa.table({"feat": _feat_column(f)}))
         if graph.node_keys is not None:
             meta["node_keys_sha256"] = write_node_keys(tmp, graph.node_keys)
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
@@ -313,23 +420,61 @@ def load_graph(directory: str | Path, features: bool = True) -> Graph:
     to change it."""
     directory = Path(directory)
     meta = load_meta(directory)
+    types = _types(meta, directory)
     node_columns = {"label": pa.int64(), **{s: pa.bool_() for s in SPLITS}}
-    nodes = _read_arrow(directory / "nodes.arrow", {"feat": "fixed_size_list<float32>", **node_columns})
+    feat = {} if types is not None else {"feat": "fixed_size_list<float32>"}
+    nodes = _read_arrow(directory / "nodes.arrow", {**feat, **node_columns})
     src, dst = read_edges(directory)
-    d = nodes.schema.field("feat").type.list_size
     labels = _column(nodes, "label")
+    typed = {}
+    if types is not None:
+        counts = tuple(int(c) for c in meta["type_counts"])
+        typed = dict(types=types, type_counts=counts, relation=_relations(directory),
+                     type_features=_type_features(directory, meta, counts) if features else (None,) * len(counts))
+    homogeneous_features = features and types is None
     graph = Graph(
         name=meta.get("name", directory.name), src=src, dst=dst,
-        features=_column(nodes, "feat").reshape(-1, d) if features else np.empty((labels.shape[0], 0), np.float32),
+        features=(_column(nodes, "feat").reshape(-1, nodes.schema.field("feat").type.list_size)
+                  if homogeneous_features else np.empty((labels.shape[0], 0), np.float32)),
         labels=labels,
         **{f"{s}_mask": _column(nodes, s) for s in SPLITS},
-        num_classes=int(meta["num_classes"]), info=meta,
+        num_classes=int(meta["num_classes"]), info=meta, **typed,
     )
     if features:  # first: a change anywhere in the files is named as such
         check_fingerprint(graph, directory)
     with _written_by_download(directory):
         graph.validate(str(directory))
     return graph
+
+
+def _types(meta: dict, directory: Path) -> GraphTypes | None:
+    """A typed graph's types from its meta.json (None: a homogeneous graph)."""
+    if "types" not in meta:
+        return None
+    where = str(directory / "meta.json")
+    types = GraphTypes.from_json(meta["types"], where)
+    for key in ("type_counts", "feature_widths"):
+        value = meta.get(key)
+        if not isinstance(value, list) or len(value) != len(types.node_types):
+            raise SylvieError(f"{where}: field '{key}' must list a value per node type; the file was edited: rerun "
+                              f"`sylvie download`")
+    return types
+
+
+def _relations(directory: Path) -> np.ndarray:
+    table = _read_arrow(directory / "edges.arrow", {"relation": pa.int16()})
+    return _column(table, "relation")
+
+
+def _type_features(directory: Path, meta: dict, counts: tuple[int, ...]) -> tuple[np.ndarray | None, ...]:
+    out = []
+    for t, width in enumerate(meta["feature_widths"]):
+        if width is None:
+            out.append(None)
+            continue
+        table = _read_arrow(directory / type_features_file(t), {"feat": "fixed_size_list<float32>"})
+        out.append(_column(table, "feat").reshape(-1, table.schema.field("feat").type.list_size))
+    return tuple(out)
 
 
 @contextlib.contextmanager
@@ -356,6 +501,9 @@ def read_features(structure: Graph, directory: str | Path) -> np.ndarray:
     dataset was replaced) is an error."""
     directory = Path(directory)
     check_unchanged(structure, directory)
+    if structure.typed:
+        raise SylvieError(f"{directory}: a typed graph's features are per node type (features.<t>.arrow); "
+                          f"load_graph reads them")
     nodes = _read_arrow(directory / "nodes.arrow", {"feat": "fixed_size_list<float32>"})
     features = _column(nodes, "feat").reshape(-1, nodes.schema.field("feat").type.list_size)
     with _written_by_download(directory):

@@ -42,6 +42,10 @@ def partition_dataset(dataset_dir: str | Path, out_dir: str | Path, parts: int, 
     # METIS needs the structure only: the features are read (and the whole graph checked against its fingerprint)
     # while it runs
     graph = load_graph(dataset_dir, features=not by_metis)
+    if graph.typed:  # issue 55: typed shards (every type's inner rows and halo tables per type) are not built yet
+        raise SylvieError(f"{dataset_dir}: a typed graph ({len(graph.types.node_types)} node types, "
+                          f"{len(graph.types.relations)} relations); this version downloads and generates typed "
+                          f"graphs but cannot partition them yet: nothing was written")
     if parts < 1:
         raise SylvieError(f"parts must be >= 1, got {parts}")
     if parts > graph.num_nodes:
