@@ -153,12 +153,42 @@ def test_rgcn_learns_the_presets_venues_in_one_process():
     assert with_relations > features_only + 0.05, (with_relations, features_only)
 
 
-def test_partition_and_export_refuse_a_typed_graph_writing_nothing(mag, tmp_path):
+def test_export_refuses_a_typed_graph_writing_nothing(mag, tmp_path):
     from sylvie.data.export import ExportLayout, export_graph
-    from sylvie.partition.stage import partition_dataset
     save_graph(mag, tmp_path / "g", source="synthetic")
-    with pytest.raises(SylvieError, match="a typed graph .4 node types, 8 relations.; .*cannot partition them yet"):
-        partition_dataset(tmp_path / "g", tmp_path / "p", parts=2)
     with pytest.raises(SylvieError, match="a typed graph; this version exports graphs of one node type"):
         export_graph(tmp_path / "g", tmp_path / "e", ExportLayout())
     assert sorted(p.name for p in tmp_path.iterdir()) == ["g"]
+
+
+@pytest.mark.parametrize("method", ["metis", "random"])
+def test_a_typed_partition_holds_every_edge_with_its_relation_and_every_types_rows(mag, tmp_path, method):
+    """Format 4: each shard's inner rows type-contiguous, each featured type's rows, each edge's relation; METIS
+    balances each node type's count."""
+    from sylvie.partition.shard_reader import read_shard
+    from sylvie.partition.stage import partition_dataset
+    save_graph(mag, tmp_path / "g", source="synthetic")
+    manifest = partition_dataset(tmp_path / "g", tmp_path / "p", parts=3, method=method, progress=False)
+    assert manifest["format_version"] == 4 and manifest["types"] == mag.types.to_json()
+    if method == "metis":
+        balance = manifest["balance"]["constraints"]
+        assert [c for c in balance if c.startswith("nodes:")] == [f"nodes:{t}" for t in mag.types.node_types]
+        assert all(c["max_over_mean"] <= 1.03 + c["vertex_slack"] for c in balance.values())
+    seen, inner = [], []
+    for k in range(3):
+        shard = read_shard(tmp_path / "p", k)
+        counts = shard.inner_type_counts()
+        assert sum(counts) == shard.num_inner and counts == tuple(manifest["parts"][k]["type_counts"])
+        ids = np.concatenate([shard.global_id, shard.halo_global_id])
+        seen.append(np.stack([ids[shard.edge_src], shard.global_id[shard.edge_dst], shard.edge_relation]))
+        first = np.searchsorted(shard.global_id, shard.type_offsets)
+        assert np.array_equal(shard.type_feat[0], mag.type_features[0][shard.global_id[first[0]:first[1]]])
+        assert shard.type_feat[1:] == (None, None, None)
+        assert np.array_equal(shard.halo_types(), np.searchsorted(mag.type_offsets, shard.halo_global_id, "right") - 1)
+        inner.append(shard.global_id)
+    got = np.concatenate(seen, axis=1)
+    want = np.stack([mag.src, mag.dst, mag.relation])
+    assert got.shape == want.shape
+    order = lambda a: a[:, np.lexsort(a[::-1])]  # noqa: E731
+    assert np.array_equal(order(got), order(want))
+    assert np.array_equal(np.sort(np.concatenate(inner)), np.arange(mag.num_nodes))

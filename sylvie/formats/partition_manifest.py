@@ -4,6 +4,8 @@ from. Its fields:
     format_version       the partition's format (of this manifest and of the shards and topology it lists)
     dataset, dataset_fingerprint, method, seed
     num_parts, num_nodes, num_edges, num_features, num_classes, num_train, edge_cut
+    types, type_counts, feature_widths   a typed graph's (version 4): its types (``GraphTypes.to_json``), nodes and
+                         feature width (null: none) of each type
     id_bits              32 or 64: the width of the node ids in the shards and the topology (32 where every id
                          fits: fewer than 2^31 nodes); version 2 partitions have 64-bit ids throughout
     balance              regime (full or sampled: which constraints, ``sylvie.partition.balance``), tolerance (the
@@ -12,7 +14,7 @@ from. Its fields:
                          over the parts and its vertex_slack (heaviest vertex / mean part); absent in partitions
                          written before it, without regime in those written before the sampled regime (full)
     parts                per part: part, file (part-<k>.arrow), sha256, inner_nodes, train_nodes, edges, halo_nodes,
-                         halo_from (halo rows per owner)
+                         halo_from (halo rows per owner); a typed graph's: type_counts (inner rows per type)
     topology             file (topology.arrow), sha256, part_offsets
     checksum             sha256 of all the other fields (``manifest_checksum``): an edited manifest is refused
 
@@ -22,7 +24,10 @@ This module is the manifest's only writer and reader; the shards' and the topolo
 
 Version history (of the whole partition format; bump it when the shards' layout changes too): 1: the first;
 2: the manifest carries a checksum of its own; 3: node ids 32-bit where they fit (``id_bits``), half the bytes of a
-shard's edge lists and of the topology's sources. Version 2 partitions are still read (as 64-bit ids); any other
+shard's edge lists and of the topology's sources; 4: a typed graph's partition (``types``, ``type_counts`` and
+``feature_widths`` of the graph, ``type_counts`` of each part's inner rows; the shards' features per node type and
+their edges' relations: ``sylvie.partition.shard_format``). A homogeneous graph's partition is still written as
+version 3, which versions before typed graphs read. Version 2 partitions are still read (as 64-bit ids); any other
 version is refused: rerun ``sylvie partition``.
 """
 from __future__ import annotations
@@ -36,7 +41,8 @@ from sylvie.errors import SylvieError
 from sylvie.output_dir import identify
 
 FORMAT_VERSION = 3
-READS = (2, 3)  # the versions this sylvie reads (2: every id 64-bit)
+TYPED_FORMAT_VERSION = 4  # a typed graph's partition
+READS = (2, 3, 4)  # the versions this sylvie reads (2: every id 64-bit)
 MANIFEST = "manifest.json"
 # what reading a partition needs of the manifest
 _REQUIRED = ("num_parts", "num_features", "num_classes", "num_train", "dataset_fingerprint", "parts")
@@ -52,7 +58,7 @@ def write_manifest(directory: str | Path, fields: dict) -> dict:
     """Write the manifest of the partition written into ``directory`` (the stage's temporary output directory, moved
     into place by the caller) with ``fields`` (all but ``format_version`` and ``checksum``, which are added here).
     Returns the manifest."""
-    manifest = {"format_version": FORMAT_VERSION, **fields}
+    manifest = {"format_version": TYPED_FORMAT_VERSION if "types" in fields else FORMAT_VERSION, **fields}
     manifest["checksum"] = manifest_checksum(manifest)
     (Path(directory) / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
     return manifest
@@ -85,7 +91,7 @@ def read_manifest(part_dir: str | Path) -> dict:
         raise SylvieError(f"{path}: missing field(s) {', '.join(missing)}; rerun `sylvie partition`")
     if manifest.get("format_version") not in READS:
         raise SylvieError(f"{path}: format_version {manifest.get('format_version')}, this sylvie reads "
-                          f"{' and '.join(map(str, READS))}; rerun `sylvie partition` with this version of sylvie")
+                          f"{', '.join(map(str, READS[:-1]))} and {READS[-1]}; rerun `sylvie partition` with this version of sylvie")
     if manifest.get("checksum") != manifest_checksum(manifest):
         raise SylvieError(f"{path}: was changed after `sylvie partition` wrote it (its checksum does not match its "
                           f"content); rerun `sylvie partition` rather than editing the manifest")

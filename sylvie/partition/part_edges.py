@@ -24,6 +24,7 @@ class PartEdges:
     edge_dst: np.ndarray
     halo: np.ndarray  # int64 global ids of the halo rows, in row order
     cut: int  # edges whose source is a halo row
+    relation: np.ndarray | None = None  # a typed graph's: each edge's relation
 
 
 @njit(cache=True, nogil=True)
@@ -52,12 +53,23 @@ def _fill(dst_part, src, dst, part, row_of, edge_src, edge_dst):
             j += 1
 
 
+@njit(cache=True, nogil=True)
+def _fill_relation(dst_part, part, relation, out):
+    j = 0
+    for e in range(dst_part.shape[0]):
+        if dst_part[e] == part:
+            out[j] = relation[e]
+            j += 1
+
+
 def part_edges(dst_part: np.ndarray, src: np.ndarray, dst: np.ndarray, part_of: np.ndarray, part: int,
-               local_of: np.ndarray, is_halo: np.ndarray, out: tuple | None = None) -> PartEdges:
+               local_of: np.ndarray, is_halo: np.ndarray, out: tuple | None = None,
+               relation: np.ndarray | None = None) -> PartEdges:
     """Part ``part``'s nodes and edges: ``dst_part`` every edge's destination part and ``part_of`` every node's (both
     of one small integer type), ``local_of`` every node's row in its own part's shard; ``is_halo`` a uint8 scratch
     array, one entry a node, all zero (left all zero again); ``out``: two int64 arrays at least as long as the
-    part's edges, whose beginnings become its columns (None: new arrays)."""
+    part's edges, whose beginnings become its columns (None: new arrays); ``relation``: a typed graph's edge
+    relations, of which the part's are taken in the same order."""
     count, cut = _count_and_mark_halo(dst_part, src, part_of, part, is_halo)
     marked = np.flatnonzero(is_halo)
     is_halo[marked] = 0
@@ -71,4 +83,8 @@ def part_edges(dst_part: np.ndarray, src: np.ndarray, dst: np.ndarray, part_of: 
     row_of[halo] = inner.shape[0] + np.arange(halo.shape[0])
     edge_src, edge_dst = (np.empty(count, dtype=np.int64) for _ in "sd") if out is None else (a[:count] for a in out)
     _fill(dst_part, src, dst, part, row_of, edge_src, edge_dst)
-    return PartEdges(inner, edge_src, edge_dst, halo, int(cut))
+    rel = None
+    if relation is not None:
+        rel = np.empty(count, dtype=relation.dtype)
+        _fill_relation(dst_part, part, relation, rel)
+    return PartEdges(inner, edge_src, edge_dst, halo, int(cut), rel)

@@ -13,6 +13,11 @@ array is one contiguous, memory-mappable buffer:
                  owner's inner nodes), halo_out_degree; sorted by (owner, global id), so the rows received
                  from each peer are one contiguous block
 
+A typed graph's shard (partition format 4: the manifest's ``types``) holds, instead of ``feat``, a column
+``feat.<t>`` for each node type t with features (the rows of its inner nodes of that type, in their order), and
+``edge_relation`` (int16): each local edge's relation. Its inner rows are type-contiguous (global ids are), its halo
+rows are not (they are by owner): a node's type is found from its global id and the manifest's ``type_counts``.
+
 Local ids: inner rows first (in global-id order), then halo rows. Node ids (global and local, the halo table's
 owners and owner rows, the topology's sources and original ids) are 32-bit where every id fits (fewer than 2^31
 nodes: ``id_type``; the manifest's ``id_bits``), else 64-bit; offsets, degrees and labels are 64-bit.
@@ -26,6 +31,7 @@ import pyarrow as pa
 
 # tests/test_failures.py and tests/test_sampled_training.py import it from here (they edit a manifest);
 from sylvie.formats.splits import SPLITS
+from sylvie.graph_types import HOMOGENEOUS, GraphTypes
 
 TOPOLOGY_FILE = "topology.arrow"
 TOPOLOGY_COLUMNS = ("in_indptr", "in_src", "original_id")
@@ -85,12 +91,31 @@ INT_COLUMNS = ("global_id", "label", "in_degree", "out_degree", "edge_src", "edg
 MASK_COLUMNS = SPLITS  # a node's splits, a bool column each
 
 
-def shard_schema(num_features: int, ids: pa.DataType = INT64) -> pa.Schema:
-    """A shard's columns; ``ids``: the width of its node ids."""
-    fields = [pa.field("feat", pa.large_list(pa.list_(pa.float32(), num_features)))]
+def feat_column(t: int | None) -> str:
+    """The features' column: ``feat`` (a homogeneous graph), ``feat.<t>`` (node type t of a typed graph)."""
+    return "feat" if t is None else f"feat.{t}"
+
+
+def _feat_field(name: str, width: int) -> pa.Field:
+    return pa.field(name, pa.large_list(pa.list_(pa.float32(), width)))
+
+
+def shard_schema(num_features: int, ids: pa.DataType = INT64,
+                 feature_widths: list[int | None] | None = None) -> pa.Schema:
+    """A shard's columns; ``ids``: the width of its node ids; ``feature_widths``: a typed graph's, per node type
+    (None: a homogeneous graph of ``num_features``)."""
+    if feature_widths is None:
+        fields = [_feat_field("feat", num_features)]
+    else:
+        fields = [_feat_field(feat_column(t), w) for t, w in enumerate(feature_widths) if w is not None]
     fields += [_int_field(c, ids) for c in INT_COLUMNS]
     fields += [pa.field(c, pa.large_list(pa.bool_())) for c in MASK_COLUMNS]
+    if feature_widths is not None:
+        fields.append(pa.field(RELATION_COLUMN, pa.large_list(pa.int16())))
     return pa.schema(fields)
+
+
+RELATION_COLUMN = "edge_relation"
 
 
 @dataclass
@@ -115,6 +140,28 @@ class Shard:
     halo_owner: np.ndarray
     halo_owner_index: np.ndarray
     halo_out_degree: np.ndarray
+    # a typed graph's (partition format 4): its types, the global first id of each type (then the node count), each
+    # type's features (None: a type without features; ``feat`` then has no columns) and each edge's relation
+    types: GraphTypes = HOMOGENEOUS
+    type_offsets: np.ndarray | None = None
+    type_feat: tuple | None = None
+    edge_relation: np.ndarray | None = None
+
+    @property
+    def typed(self) -> bool:
+        return not self.types.homogeneous
+
+    def inner_type_counts(self) -> tuple[int, ...]:
+        """Inner rows of each node type (type-contiguous)."""
+        if not self.typed:
+            return (self.num_inner,)
+        return tuple(np.diff(np.searchsorted(self.global_id, self.type_offsets)).tolist())
+
+    def halo_types(self) -> np.ndarray:
+        """The node type of every halo row (int64)."""
+        if not self.typed:
+            return np.zeros(self.num_halo, np.int64)
+        return np.searchsorted(self.type_offsets, self.halo_global_id, side="right") - 1
 
     @property
     def num_inner(self) -> int:

@@ -12,13 +12,16 @@ import pyarrow.ipc as ipc
 from sylvie.arrow_arrays import as_numpy
 from sylvie.errors import SylvieError, one_line
 from sylvie.formats.partition_manifest import read_manifest
+from sylvie.graph_types import GraphTypes
 from sylvie.partition.shard_format import (
     INT_COLUMNS,
     MASK_COLUMNS,
+    RELATION_COLUMN,
     TOPOLOGY_COLUMNS,
     TOPOLOGY_FILE,
     Shard,
     Topology,
+    feat_column,
     id_bits_type,
     shard_schema,
     topology_schema,
@@ -68,13 +71,28 @@ def read_shard(part_dir: str | Path, part: int, manifest: dict | None = None) ->
         raise SylvieError(f"{part_dir}: no part {part}; the partition has {manifest['num_parts']} parts")
     entry = manifest["parts"][part]
     path = part_dir / entry["file"]
+    widths = manifest.get("feature_widths") if "types" in manifest else None
     batch = _verified_batch(path, entry["sha256"], "shard",
-                            shard_schema(manifest["num_features"], id_bits_type(manifest["id_bits"])))
+                            shard_schema(manifest["num_features"], id_bits_type(manifest["id_bits"]), widths))
     arrays = {name: as_numpy(batch.column(name).values) for name in INT_COLUMNS + MASK_COLUMNS}
-    feat = as_numpy(batch.column("feat").values.flatten()).reshape(-1, manifest["num_features"])
+
+    def feat(name: str, width: int) -> np.ndarray:
+        return as_numpy(batch.column(name).values.flatten()).reshape(-1, width)
+
+    typed = {}
+    if widths is not None:
+        types = GraphTypes.from_json(manifest["types"], str(part_dir / "manifest.json"))
+        typed = dict(types=types, type_offsets=np.concatenate([[0], np.cumsum(manifest["type_counts"])]),
+                     type_feat=tuple(None if w is None else feat(feat_column(t), w) for t, w in enumerate(widths)),
+                     edge_relation=as_numpy(batch.column(RELATION_COLUMN).values))
+        inner_feat = np.empty((arrays["global_id"].shape[0], 0), np.float32)
+    else:
+        inner_feat = feat("feat", manifest["num_features"])
     shard = Shard(part=part, num_parts=manifest["num_parts"], num_classes=manifest["num_classes"],
-                  num_train_global=manifest["num_train"], feat=feat, **arrays)
+                  num_train_global=manifest["num_train"], feat=inner_feat, **arrays, **typed)
     _check_counts(path, entry, shard)
+    if shard.typed:
+        _check_typed(path, entry, shard)
     n = shard.num_inner
     if (shard.edge_dst.size and shard.edge_dst.max() >= n) or (shard.edge_src.size and
                                                                shard.edge_src.max() >= n + shard.num_halo):
@@ -98,6 +116,22 @@ def read_topology(part_dir: str | Path, manifest: dict | None = None) -> Topolog
         raise SylvieError(f"{path}: {topo.num_nodes} nodes and {topo.in_src.shape[0]} edges, the manifest says "
                           f"{manifest['num_nodes']} and {manifest['num_edges']}; rerun `sylvie partition`")
     return topo
+
+
+def _check_typed(path: Path, entry: dict, shard: Shard) -> None:
+    """A typed shard's rows per type and relations against the manifest."""
+    counts = list(shard.inner_type_counts())
+    if entry.get("type_counts") != counts:
+        raise SylvieError(f"{path}: the manifest says type_counts {entry.get('type_counts')} but the shard has "
+                          f"{counts}; rerun `sylvie partition`")
+    for t, f in enumerate(shard.type_feat):
+        if f is not None and f.shape[0] != counts[t]:
+            raise SylvieError(f"{path}: {f.shape[0]} feature rows of node type {shard.types.node_types[t]!r} for "
+                              f"{counts[t]} inner nodes of it; rerun `sylvie partition`")
+    rel = shard.edge_relation
+    if rel.shape != shard.edge_src.shape or (rel.size and (rel.min() < 0 or rel.max() >= len(shard.types.relations))):
+        raise SylvieError(f"{path}: edge relations do not match the edges or the manifest's relations; rerun "
+                          f"`sylvie partition`")
 
 
 def _check_counts(path: Path, entry: dict, shard: Shard) -> None:

@@ -20,7 +20,9 @@ from sylvie.partition.renumbered_csr import in_sources_in_new_order
 from sylvie.partition.shard_format import (
     INT_COLUMNS,
     MASK_COLUMNS,
+    RELATION_COLUMN,
     TOPOLOGY_FILE,
+    feat_column,
     id_type,
     shard_schema,
     topology_schema,
@@ -41,13 +43,15 @@ def _write_one_batch(path: Path, schema: pa.Schema, arrays: list) -> str:
     return sink.hash.hexdigest()
 
 
-def _write_and_sum(path: Path, columns: dict[str, np.ndarray], num_features: int, ids: pa.DataType) -> str:
-    """Write a shard; its sha256."""
-    schema = shard_schema(num_features, ids)
+def _write_and_sum(path: Path, columns: dict[str, np.ndarray], num_features: int, ids: pa.DataType,
+                   feature_widths: list | None = None) -> str:
+    """Write a shard; its sha256. ``feature_widths``: a typed graph's, per node type."""
+    schema = shard_schema(num_features, ids, feature_widths)
     arrays = []
     for field in schema:
-        if field.name == "feat":
-            rows = pa.FixedSizeListArray.from_arrays(pa.array(columns["feat"].reshape(-1)), num_features)
+        if field.name.startswith("feat"):
+            feat = columns[field.name]
+            rows = pa.FixedSizeListArray.from_arrays(pa.array(feat.reshape(-1)), feat.shape[1])
             arrays.append(pa.LargeListArray.from_arrays(pa.array([0, len(rows)], pa.int64()), rows))
         else:
             arrays.append(_one_row(columns[field.name], field.type))
@@ -60,8 +64,16 @@ def _part_columns(graph: Graph, assign: np.ndarray, local_of: np.ndarray, in_deg
     beginning of ``feat`` (gathered unbuffered: numpy buffers ``take`` into ``out`` unless told the indices need no
     check, which these, the part's own nodes, do not)."""
     inner, halo = edges.inner, edges.halo
+    if graph.typed:  # each type's rows (inner ids are type-contiguous), and each edge's relation in edge order
+        offsets = graph.type_offsets
+        bounds = np.searchsorted(inner, offsets)
+        feat_cols = {feat_column(t): graph.type_features[t][inner[bounds[t]:bounds[t + 1]] - offsets[t]]
+                     for t in range(len(offsets) - 1) if graph.type_features[t] is not None}
+        feat_cols[RELATION_COLUMN] = edges.relation
+    else:
+        feat_cols = {"feat": np.take(graph.features, inner, axis=0, out=feat[:inner.shape[0]], mode="clip")}
     cols = {
-        "global_id": inner, "feat": np.take(graph.features, inner, axis=0, out=feat[:inner.shape[0]], mode="clip"),
+        "global_id": inner, **feat_cols,
         "label": graph.labels[inner],
         **{split: mask[inner] for split, mask in graph.masks.items()},
         "in_degree": in_deg[inner], "out_degree": out_deg[inner],
@@ -69,7 +81,7 @@ def _part_columns(graph: Graph, assign: np.ndarray, local_of: np.ndarray, in_deg
         "halo_global_id": halo, "halo_owner": assign[halo], "halo_owner_index": local_of[halo],
         "halo_out_degree": out_deg[halo],
     }
-    assert set(cols) == set(INT_COLUMNS) | set(MASK_COLUMNS) | {"feat"}
+    assert set(cols) == set(INT_COLUMNS) | set(MASK_COLUMNS) | set(feat_cols)
     return cols
 
 
@@ -147,19 +159,24 @@ def write_shards(graph: Graph, assign: np.ndarray, out_dir: str | Path, method: 
         for k in tqdm(range(parts), desc="shards", unit="part", disable=not progress):
             if k < 2:
                 buffers.append(((np.empty(most_edges, np.int64), np.empty(most_edges, np.int64)),
-                                np.empty((most_nodes, graph.features.shape[1]), graph.features.dtype)))
+                                np.empty((0 if graph.typed else most_nodes, graph.features.shape[1]),
+                                         graph.features.dtype)))
             else:
                 sums[f"part-{k - 2}.arrow"].result()  # the shard cut into this set of buffers is written
             edge_buffers, feat_buffer = buffers[k % 2]
             # its edges, in edge order (a counting sort of every edge by part was slower: 8 bytes an edge of fresh
             # memory, whose first touch costs more than a pass per part over a byte an edge)
-            edges = part_edges(dst_part, graph.src, graph.dst, part_of, k, local_of, is_halo, edge_buffers)
+            edges = part_edges(dst_part, graph.src, graph.dst, part_of, k, local_of, is_halo, edge_buffers,
+                               relation=graph.relation if graph.typed else None)
             cols = _part_columns(graph, assign, local_of, in_deg, out_deg, edges, feat_buffer)
             edge_cut += edges.cut
             name = f"part-{k}.arrow"
-            sums[name] = pool.submit(_write_and_sum, tmp / name, cols, graph.features.shape[1], id_type(n))
+            sums[name] = pool.submit(_write_and_sum, tmp / name, cols, graph.features.shape[1], id_type(n),
+                                     list(graph.feature_widths) if graph.typed else None)
+            typed_counts = ({"type_counts": np.diff(np.searchsorted(edges.inner, graph.type_offsets)).tolist()}
+                            if graph.typed else {})
             entries.append({
-                "part": k, "file": name,
+                "part": k, "file": name, **typed_counts,
                 "inner_nodes": int(len(cols["global_id"])), "train_nodes": int(cols["train"].sum()),
                 "edges": int(len(cols["edge_src"])), "halo_nodes": int(len(cols["halo_global_id"])),
                 "halo_from": np.bincount(cols["halo_owner"], minlength=parts).astype(int).tolist(),
@@ -173,6 +190,8 @@ def write_shards(graph: Graph, assign: np.ndarray, out_dir: str | Path, method: 
             "seed": seed, "num_parts": parts, "num_nodes": n, "num_edges": graph.num_edges,
             "id_bits": id_type(n).bit_width,
             "num_features": int(graph.features.shape[1]), "num_classes": int(graph.num_classes),
+            **({"types": graph.types.to_json(), "type_counts": list(graph.node_counts),
+                "feature_widths": list(graph.feature_widths)} if graph.typed else {}),
             "num_train": int(graph.train_mask.sum()),
             "edge_cut": edge_cut,
             **({"balance": balance} if balance is not None else {}),

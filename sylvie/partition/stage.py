@@ -15,6 +15,7 @@ from sylvie.data.graph import (
     check_unchanged,
     hash_edges,
     load_graph,
+    load_meta,
     read_edges,
     read_features,
 )
@@ -40,12 +41,8 @@ def partition_dataset(dataset_dir: str | Path, out_dir: str | Path, parts: int, 
     check_replaceable(out_dir, PARTITION, inputs=(dataset_dir,))  # before any work
     by_metis = method == "metis" and parts > 1
     # METIS needs the structure only: the features are read (and the whole graph checked against its fingerprint)
-    # while it runs
-    graph = load_graph(dataset_dir, features=not by_metis)
-    if graph.typed:  # issue 55: typed shards (every type's inner rows and halo tables per type) are not built yet
-        raise SylvieError(f"{dataset_dir}: a typed graph ({len(graph.types.node_types)} node types, "
-                          f"{len(graph.types.relations)} relations); this version downloads and generates typed "
-                          f"graphs but cannot partition them yet: nothing was written")
+    # while it runs; a typed graph's (a file per node type) are read with the graph
+    graph = load_graph(dataset_dir, features=not by_metis or "types" in load_meta(dataset_dir))
     if parts < 1:
         raise SylvieError(f"parts must be >= 1, got {parts}")
     if parts > graph.num_nodes:
@@ -59,6 +56,11 @@ def partition_dataset(dataset_dir: str | Path, out_dir: str | Path, parts: int, 
         assign = random_assign(graph.num_nodes, parts, seed)
     elif not by_metis:
         assign = np.zeros(graph.num_nodes, dtype=np.int64)
+    elif graph.typed:  # over the nodes of every type, each type's count balanced (balance.constraints)
+        metis = metis_input(graph, regime, undirected)
+        assign = metis_assign(metis, parts, seed, tolerance)
+        partitioner = metis.library.describe()
+        del metis
     else:
         # While METIS runs the stage holds METIS's input (for a graph stored undirected and a 64-bit METIS, the
         # destination column, mapped), the graph's labels and splits, and its features, read meanwhile on the other
