@@ -102,16 +102,18 @@ class HaloExchange:
         if fresh:
             self.stale_rows.clear_pending()
 
-    def __call__(self, inner: torch.Tensor, layer: int = 0) -> torch.Tensor:
+    def __call__(self, inner: torch.Tensor, layer: int = 0, rows: HaloPlan | None = None) -> torch.Tensor:
+        """``rows``: the plan of another row space (``HaloPlan.of_rows``: a typed graph's rows of some node types),
+        every round the same (no boundary-node sampling), for a ``layer`` index of its own."""
         if len(self.plan.send_counts) == 1:  # one rank: no halo. Otherwise every rank joins the collective.
             return inner.new_empty((0,) + tuple(inner.shape[1:]))
         bits = FULL_PRECISION if layer == 0 else self.bits
         wire = Wire(bits, (self.seed, self.rank, self.round), layer, self.stats, self.all_to_all)
-        plan = self.round_plan
+        plan = self.round_plan if rows is None else rows
         if layer == 0 or not torch.is_grad_enabled():  # input features, or evaluation: always fresh
             return HaloRows.apply(inner, plan, plan, wire, None, True, False, None)
         drift = self.drift if self.pipelined else None
         if drift is not None:  # the whole send list (at its sample positions), whatever this round's sample
-            drift.observe_gathered(layer, FORWARD, inner, self.plan.send_index)
-        return HaloRows.apply(inner, plan, self.next_plan, wire, self.stale_rows, self.fresh, self.keep_for_next,
-                              drift)
+            drift.observe_gathered(layer, FORWARD, inner, (self.plan if rows is None else rows).send_index)
+        return HaloRows.apply(inner, plan, self.next_plan if rows is None else rows, wire, self.stale_rows,
+                              self.fresh, self.keep_for_next, drift)

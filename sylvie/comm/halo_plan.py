@@ -60,6 +60,20 @@ class HaloPlan:
                         _segment_sums(recv_keep, self.recv_counts), self.num_inner, int(halo_rows.shape[0]),
                         halo_rows, self.num_halo)
 
+    def of_rows(self, inner_keep: np.ndarray, halo_keep: np.ndarray) -> HaloPlan:
+        """The plan of a subset of the rows in a row space of their own (a typed graph's rows of some node types):
+        ``inner_keep`` (bool, one per inner row) and ``halo_keep`` (bool, one per halo row) select them, and its
+        inner rows are the kept ones in their order (its send list renumbered into them), its halo rows the kept
+        ones in theirs. No collective: a peer keeps the rows of its send list that this rank keeps of its halo rows
+        when both select by a property of the node (its type), as ``restrict`` needs."""
+        send_index = self.send_index.cpu().numpy()
+        send_keep = inner_keep[send_index]
+        position = np.cumsum(inner_keep) - 1  # an inner row's index among the kept ones
+        device = self.send_index.device
+        return HaloPlan(torch.from_numpy(position[send_index[send_keep]]).to(device),
+                        _segment_sums(send_keep, self.send_counts), _segment_sums(halo_keep, self.recv_counts),
+                        int(inner_keep.sum()), int(halo_keep.sum()))
+
     def gather(self, inner: torch.Tensor) -> torch.Tensor:
         """The inner rows peers need, peer after peer."""
         return inner[self.send_index]

@@ -19,12 +19,14 @@ from sylvie.evaluate.result import check_outputs, write_eval
 from sylvie.evaluate.trained_model import model_for_inference
 from sylvie.formats.model_file import load_model
 from sylvie.formats.node_keys import read_node_keys
-from sylvie.formats.partition_manifest import read_manifest
+from sylvie.formats.partition_manifest import graph_layout, read_manifest
 from sylvie.formats.predictions import check_predictions_path, write_predictions
+from sylvie.models.typed_gnn import TYPED_ARCHS
 from sylvie.output_dir import check_location
 from sylvie.partition.shard_reader import read_shard
 from sylvie.runtime.process_group import one_rank_per_part
 from sylvie.runtime.rank_graph import RankGraph
+from sylvie.runtime.typed_rank_graph import TypedRankGraph, embedding_ids
 
 
 def evaluate_partitioned(partition_dir: str | Path, model_path: str | Path, out_path: str | Path,
@@ -47,8 +49,15 @@ def evaluate_partitioned(partition_dir: str | Path, model_path: str | Path, out_
     with one_rank_per_part("auto", float(train_cfg.get("timeout", 120)), manifest["num_parts"], partition_dir,
                            stage="evaluate", startup_timeout_s=float(train_cfg.get("startup_timeout", 60))) as ctx:
         shard = read_shard(partition_dir, ctx.rank, manifest)
-        graph = RankGraph(ctx, shard, model_cfg.self_loop)  # copies the labels and splits
-        ids = np.array(shard.global_id, dtype=np.int64) if predictions else None  # (32-bit in the shard)
+        if model_cfg.arch in TYPED_ARCHS:  # the target type's rows; ids within the type
+            graph = TypedRankGraph(ctx, shard)
+            model.keep_rows(embedding_ids(shard, graph.rows))  # the model file's tables are whole
+            target = graph.rows.inner_slice(graph.types.target_index)
+            first = int(shard.type_offsets[graph.types.target_index]) if shard.typed else 0
+            ids = np.array(shard.global_id[target], dtype=np.int64) - first if predictions else None
+        else:
+            graph = RankGraph(ctx, shard, model_cfg.self_loop)  # copies the labels and splits
+            ids = np.array(shard.global_id, dtype=np.int64) if predictions else None  # (32-bit in the shard)
         del shard  # unmapped before the forward pass (set-up read all of it, for its checksum)
         pred = graph.predict(model.to(ctx.device)).cpu().numpy()
         label = graph.labels.cpu().numpy()
@@ -62,9 +71,13 @@ def evaluate_partitioned(partition_dir: str | Path, model_path: str | Path, out_
             rows = {s: tuple(np.concatenate([p[s][k] for p in parts]) for k in (0, 1)) for s in mine}
             if predictions:
                 ids, pred_all = rows.pop("all")  # a shard's global ids are the dataset's node ids
-                in_order = np.empty(manifest["num_nodes"], np.int64)
+                layout = graph_layout(manifest)
+                typed = "types" in manifest
+                in_order = np.empty(layout["type_counts"][graph.types.target_index] if typed else manifest["num_nodes"],
+                                    np.int64)
                 in_order[ids] = pred_all
-                write_predictions(predictions, in_order, *_names(dataset_dir, manifest))
+                keys, names = _names(dataset_dir, manifest)
+                write_predictions(predictions, in_order, None if typed else keys, names)
             result = write_eval(out_path, manifest["dataset"], saved, rows,
                                 f"partition-parallel, {ctx.world} ranks")
         return result

@@ -7,7 +7,9 @@ from pathlib import Path
 from sylvie.config import section
 from sylvie.errors import SylvieError, one_line
 from sylvie.formats.model_file import ModelFile
+from sylvie.graph_types import GraphTypes
 from sylvie.models import build_model
+from sylvie.models.typed_gnn import TYPED_ARCHS, build_typed_model
 
 
 def model_for_inference(saved: ModelFile, model_path: str | Path, fingerprint: str, data: str | Path):
@@ -16,7 +18,16 @@ def model_for_inference(saved: ModelFile, model_path: str | Path, fingerprint: s
     if saved.dataset_fingerprint != fingerprint:
         raise SylvieError(f"{model_path}: trained on another dataset than {data} (fingerprints differ)")
     model_cfg = section("model", saved.model_cfg, where=f"{model_path}: model_cfg")
-    model = build_model(model_cfg, saved.in_feats, saved.num_classes)
+    if model_cfg.arch in TYPED_ARCHS:
+        layout = saved.graph_types
+        if layout is None:
+            raise SylvieError(f"{model_path}: a {model_cfg.arch} model without its graph's types (graph_types); the "
+                              f"file was edited or damaged: restore it or rerun `sylvie train`")
+        types = GraphTypes.from_json(layout["types"], f"{model_path}: graph_types")
+        model = build_typed_model(model_cfg, types, layout["feature_widths"], saved.num_classes,
+                                  layout["type_counts"])
+    else:
+        model = build_model(model_cfg, saved.in_feats, saved.num_classes)
     mismatch = _mismatch(model.state_dict(), saved.weights)
     if mismatch:
         cfg = ", ".join(f"{k} {v}" for k, v in saved.model_cfg.items())

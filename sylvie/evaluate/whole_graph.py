@@ -13,7 +13,8 @@ from sylvie.evaluate.trained_model import model_for_inference
 from sylvie.formats.model_file import load_model
 from sylvie.formats.node_keys import read_node_keys
 from sylvie.formats.predictions import check_predictions_path, write_predictions
-from sylvie.models.blocks import whole_graph_block
+from sylvie.models.blocks import whole_graph_block, whole_graph_typed_block
+from sylvie.models.typed_gnn import TYPED_ARCHS
 from sylvie.output_dir import check_location
 
 
@@ -29,12 +30,18 @@ def evaluate(dataset_dir: str | Path, model_path: str | Path, out_path: str | Pa
     graph = load_graph(dataset_dir)
     saved = load_model(model_path)
     model, model_cfg = model_for_inference(saved, model_path, graph.info["fingerprint"], dataset_dir)
-    block = whole_graph_block(graph.src, graph.dst, graph.num_nodes, model_cfg.self_loop)
+    if model_cfg.arch in TYPED_ARCHS:  # the target type's nodes (a homogeneous graph: all of them)
+        block = whole_graph_typed_block(graph.types, graph.node_counts, graph.src, graph.dst, graph.edge_relations())
+        x = [None if f is None else torch.tensor(f) for f in map(graph.features_of, range(len(graph.node_counts)))]
+        target = slice(*graph.type_offsets[graph.types.target_index:graph.types.target_index + 2])
+    else:
+        block = whole_graph_block(graph.src, graph.dst, graph.num_nodes, model_cfg.self_loop)
+        x, target = torch.tensor(graph.features), slice(0, graph.num_nodes)
     with torch.no_grad():
-        pred = model(block, torch.tensor(graph.features)).argmax(1).numpy()
-    rows = {s: (np.asarray(graph.labels)[mask], pred[mask]) for s, mask in graph.masks.items()}
-    if predictions:
-        write_predictions(predictions, pred, read_node_keys(dataset_dir, graph.num_nodes,
-                                                            graph.info.get("node_keys_sha256")),
-                          graph.info.get("class_names"))
+        pred = model(block, x).argmax(1).numpy()
+    labels = np.asarray(graph.labels)[target]
+    rows = {s: (labels[mask[target]], pred[mask[target]]) for s, mask in graph.masks.items()}
+    if predictions:  # a typed graph's: its target type's nodes, by their number within the type
+        keys = None if graph.typed else read_node_keys(dataset_dir, graph.num_nodes, graph.info.get("node_keys_sha256"))
+        write_predictions(predictions, pred, keys, graph.info.get("class_names"))
     return write_eval(out_path, graph.name, saved, rows, "whole graph, one process")

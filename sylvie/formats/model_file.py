@@ -9,6 +9,8 @@ loads. A ``torch.save`` of one dict:
     comm_cfg             the comm section; {} for a sampled run (its halo exchange settings do not apply)
     sampling_cfg, cache_cfg, features_cfg   those sections, for a sampled run only
     in_feats, num_classes, dataset_fingerprint   what the model was trained on (the partition's manifest)
+    graph_types          a typed model's (model_cfg's arch rgcn or rgat): the graph's types (``GraphTypes.to_json``),
+                         nodes and feature width (null: none) of each type; its embedding tables are whole
     summary              the run's summary (best epoch and accuracies, num_parts, what the trainer adds);
                          ``model_chosen_by``: which epoch's weights these are, ``BY_VALIDATION`` or ``BY_LAST_EPOCH``
                          (absent in files written before it: by validation)
@@ -49,6 +51,7 @@ class ModelFile:
     sampling_cfg: dict | None = None  # a sampled run's sections; None for a full-graph run
     cache_cfg: dict | None = None
     features_cfg: dict | None = None
+    graph_types: dict | None = None  # a typed model's: {"types", "type_counts", "feature_widths"}
 
 
 def save_model(path: str | Path, model: ModelFile) -> None:
@@ -58,7 +61,8 @@ def save_model(path: str | Path, model: ModelFile) -> None:
                **{f"{s}_cfg": getattr(model, f"{s}_cfg") for s in _SAMPLED_SECTIONS
                   if getattr(model, f"{s}_cfg") is not None},
                "in_feats": model.in_feats, "num_classes": model.num_classes,
-               "dataset_fingerprint": model.dataset_fingerprint, "summary": model.summary}
+               "dataset_fingerprint": model.dataset_fingerprint, "summary": model.summary,
+               **({"graph_types": model.graph_types} if model.graph_types is not None else {})}
     import torch  # here, not at the top: `sylvie report` reads the names above and need not start torch (3 s)
 
     with atomic_path(path) as tmp:
@@ -93,5 +97,5 @@ def load_model(path: str | Path) -> ModelFile:
     return ModelFile(weights=content["model"], model_cfg=content["model_cfg"], train_cfg=content["train_cfg"],
                      in_feats=content["in_feats"], num_classes=content["num_classes"],
                      dataset_fingerprint=content["dataset_fingerprint"], summary=content["summary"],
-                     comm_cfg=content.get("comm_cfg", {}),
+                     comm_cfg=content.get("comm_cfg", {}), graph_types=content.get("graph_types"),
                      **{f"{s}_cfg": content.get(f"{s}_cfg") for s in _SAMPLED_SECTIONS})

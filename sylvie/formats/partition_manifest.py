@@ -38,6 +38,7 @@ from pathlib import Path
 
 from sylvie.atomic import read_json
 from sylvie.errors import SylvieError
+from sylvie.graph_types import HOMOGENEOUS
 from sylvie.output_dir import identify
 
 FORMAT_VERSION = 3
@@ -91,7 +92,8 @@ def read_manifest(part_dir: str | Path) -> dict:
         raise SylvieError(f"{path}: missing field(s) {', '.join(missing)}; rerun `sylvie partition`")
     if manifest.get("format_version") not in READS:
         raise SylvieError(f"{path}: format_version {manifest.get('format_version')}, this sylvie reads "
-                          f"{', '.join(map(str, READS[:-1]))} and {READS[-1]}; rerun `sylvie partition` with this version of sylvie")
+                          f"{', '.join(map(str, READS[:-1]))} and {READS[-1]}; rerun `sylvie partition` with this "
+                          f"version of sylvie")
     if manifest.get("checksum") != manifest_checksum(manifest):
         raise SylvieError(f"{path}: was changed after `sylvie partition` wrote it (its checksum does not match its "
                           f"content); rerun `sylvie partition` rather than editing the manifest")
@@ -102,3 +104,11 @@ def read_manifest(part_dir: str | Path) -> dict:
     elif manifest.get("id_bits") not in (32, 64):
         raise SylvieError(f"{path}: id_bits {manifest.get('id_bits')!r}, expected 32 or 64; rerun `sylvie partition`")
     return manifest
+
+
+def graph_layout(manifest: dict) -> dict:
+    """The graph's types, nodes and feature width per type (a homogeneous graph's: one type, one relation)."""
+    if "types" in manifest:
+        return {k: manifest[k] for k in ("types", "type_counts", "feature_widths")}
+    return {"types": HOMOGENEOUS.to_json(), "type_counts": [manifest["num_nodes"]],
+            "feature_widths": [manifest["num_features"]]}

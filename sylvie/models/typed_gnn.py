@@ -21,6 +21,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from sylvie.errors import SylvieError
 from sylvie.graph_types import GraphTypes
 from sylvie.models.dropout import Dropout
 from sylvie.models.rgat import RelGATConv
@@ -34,11 +35,14 @@ TypedHaloFn = Callable[[list, int], list]
 class TypedGNN(nn.Module):
     def __init__(self, arch: str, types: GraphTypes, in_widths: tuple[int | None, ...], hidden: int,
                  num_classes: int, layers: int = 2, dropout: float = 0.5, heads: int = 4,
-                 num_bases: int | None = None, embedding_rows: tuple[int, ...] | None = None,
-                 embedding_width: int | None = None):
+                 num_bases: int | None = None, embedding_rows: tuple | None = None,
+                 embedding_width: int | None = None, embedding_seed: int = 0):
         """``in_widths``: each node type's feature width, None for a type without features, which gets an
-        embedding table of ``embedding_rows[t]`` rows (its destinations) and ``embedding_width`` columns (default:
-        the widest feature width, or ``hidden`` where no type has features)."""
+        embedding table of ``embedding_width`` columns (default: the widest feature width, or ``hidden`` where no
+        type has features) whose rows are its destinations: ``embedding_rows[t]``, their number (every node of the
+        type), or the type's ids of this rank's nodes of the type (an array). A row starts as a function of
+        ``embedding_seed``, its type and its id alone (``embedding_init``), so that a table partitioned over ranks
+        starts as it does whole; its weight is marked ``rank_local`` (its gradient is not summed over ranks)."""
         super().__init__()
         if arch not in TYPED_ARCHS:
             raise ValueError(f"unknown typed model arch '{arch}'; choose one of {', '.join(TYPED_ARCHS)}")
@@ -54,8 +58,13 @@ class TypedGNN(nn.Module):
             if w is None:
                 if embedding_rows is None:
                     raise ValueError(f"node type {types.node_types[t]!r} has no features: give its embedding rows")
-                self.embeddings[str(t)] = nn.Embedding(embedding_rows[t], width)
-                nn.init.normal_(self.embeddings[str(t)].weight, std=width ** -0.5)
+                rows = embedding_rows[t]
+                ids = torch.arange(rows) if isinstance(rows, int) else torch.as_tensor(rows, dtype=torch.int64)
+                # given its weight, nn.Embedding draws none from torch's generator (which would take a number of
+                # draws that differs from rank to rank, and with it every weight drawn after)
+                table = nn.Embedding(ids.shape[0], width, _weight=embedding_init(ids, width, embedding_seed, t))
+                table.weight.rank_local = True
+                self.embeddings[str(t)] = table
         widths = tuple(width if w is None else w for w in in_widths)
         ends = [types.ends(r) for r in range(len(types.relations))]
         self.convs = nn.ModuleList()
@@ -70,6 +79,17 @@ class TypedGNN(nn.Module):
             self.convs.append(conv)
             widths = (hidden * heads if arch == "rgat" else hidden,) * len(widths)
         self.dropout = Dropout(dropout)
+
+    def keep_rows(self, ids: list) -> TypedGNN:
+        """Keep of each embedding table (whole: every node of its type) the rows ``ids[t]`` (a rank's nodes of the
+        type; None: a type without a table), in place: the model of one rank of a partition-parallel pass."""
+        for t, rows in enumerate(ids):
+            if rows is not None:
+                table = self.embeddings[str(t)]
+                kept = table.weight.detach()[torch.as_tensor(rows, dtype=torch.int64, device=table.weight.device)]
+                self.embeddings[str(t)] = nn.Embedding(kept.shape[0], kept.shape[1], _weight=kept.clone())
+                self.embeddings[str(t)].weight.rank_local = True
+        return self
 
     def forward(self, tb: TypedBlock, xs: list[torch.Tensor | None], halo: TypedHaloFn | None = None) \
             -> torch.Tensor:
@@ -98,8 +118,7 @@ class TypedGNN(nn.Module):
     def _sources(self, tb: TypedBlock, rows: list, layer: int, halo: TypedHaloFn | None, drop: bool) -> list:
         """Each type's source rows from its destination rows ``rows`` (None stays None): with halo rows
         (``halo``) after them, dropped out where ``drop``."""
-        more = any(r is not None and tb.num_src[t] > r.shape[0] for t, r in enumerate(rows))
-        got = halo(rows, layer) if halo is not None and more else None
+        got = halo(rows, layer) if halo is not None else None  # every rank joins the exchange, halo rows or not
         if got is None:
             for t, r in enumerate(rows):
                 if r is not None and r.shape[0] != tb.num_src[t]:
@@ -116,3 +135,34 @@ class TypedGNN(nn.Module):
                 out.append(torch.cat([r, g]))
         return out
 
+
+EMBEDDING_CHUNK = 1 << 16
+
+
+def embedding_init(ids: torch.Tensor, width: int, seed: int, node_type: int) -> torch.Tensor:
+    """The first value of the embedding rows ``ids`` of node type ``node_type``: normal with std width^-1/2, drawn
+    by chunks of ``EMBEDDING_CHUNK`` ids, each from a generator of (seed, type, chunk): the same row whatever rows
+    the table holds besides it, and without drawing from torch's global generator (the ranks' other weights, drawn
+    from it, stay the same on every rank)."""
+    out = torch.empty(ids.shape[0], width)
+    if not ids.shape[0]:
+        return out
+    chunk = ids // EMBEDDING_CHUNK
+    gen = torch.Generator()
+    for c in torch.unique(chunk).tolist():
+        mine = (chunk == c).nonzero().squeeze(1)
+        gen.manual_seed((seed * 1_000_003 + node_type) * 1_000_003 + c)
+        block = torch.randn(EMBEDDING_CHUNK, width, generator=gen)
+        out[mine] = block[ids[mine] - c * EMBEDDING_CHUNK]
+    return out.mul_(width ** -0.5)
+
+
+def build_typed_model(model, types: GraphTypes, in_widths, num_classes: int, embedding_rows, seed: int = 0) \
+        -> TypedGNN:
+    """A typed GNN from the config's ``model`` section (``arch`` rgcn or rgat); a SylvieError for settings the
+    graph cannot take."""
+    try:
+        return TypedGNN(model.arch, types, tuple(in_widths), model.hidden, num_classes, model.layers, model.dropout,
+                        model.heads, model.num_bases, tuple(embedding_rows), model.embedding_width, seed)
+    except ValueError as e:
+        raise SylvieError(f"model: {e}") from None

@@ -9,6 +9,11 @@ whole-graph mean loss.
 With ``train.boundary_sampling`` p < 1 (BNS-GCN) every epoch trains on the partition less the halo rows that
 epoch's sample drops (``sylvie.comm.boundary_sampling``), and its halo exchanges carry only the kept rows; the loss
 is still over every training node. Evaluation uses the whole partition.
+
+A typed graph (or any graph, with ``model.arch`` rgcn or rgat) trains the typed model (``sylvie.models.typed_gnn``)
+on the rank's typed part (``sylvie.runtime.typed_rank_graph``): the same exchange, its rows split by node type. The
+embedding tables of the types without features are partitioned with their nodes: their gradients are not summed
+over the ranks, and the weights a model file or a checkpoint keeps hold them whole (``runtime.partitioned_rows``).
 """
 from __future__ import annotations
 
@@ -25,9 +30,12 @@ from sylvie.comm.stats import CommStats
 from sylvie.config import check_boundary_sampling
 from sylvie.formats.epoch_record import NOT_EVALUATED, EpochRecord, HaloEpoch, PlannedEpoch
 from sylvie.models import build_model
+from sylvie.models.typed_gnn import TYPED_ARCHS, build_typed_model
 from sylvie.partition.shard_format import Shard
+from sylvie.runtime.partitioned_rows import gather_rows, gather_state, own_rows, own_state
 from sylvie.runtime.process_group import Context
 from sylvie.runtime.rank_graph import RankGraph, accuracies
+from sylvie.runtime.typed_rank_graph import TypedRankGraph, check_typed, embedding_ids
 from sylvie.train.log_line import format_epoch
 from sylvie.train.optimiser import Optimiser
 from sylvie.train.rank_times import minor_faults, rank_times, rank_times_slots
@@ -43,7 +51,9 @@ class FullGraphTrainer:
         check_boundary_sampling(train, comm, "sylvie train")
         self.ctx, self.train_cfg, self.comm, self.seed = ctx, train, comm, seed
         dev = ctx.device
-        self.graph = RankGraph(ctx, shard, model.self_loop)
+        self.typed = model.arch in TYPED_ARCHS
+        check_typed(shard, model, train)
+        self.graph = TypedRankGraph(ctx, shard) if self.typed else RankGraph(ctx, shard, model.self_loop)
         self.halo = HaloExchange(self.graph.plan, CommStats(), comm.bits, seed, ctx.rank, pipelined=comm.pipeline,
                                  smoothing=comm.smoothing)
         self.adaptor = self._adaptor(start=0)
@@ -54,7 +64,19 @@ class FullGraphTrainer:
         self.train_idx = self.graph.masks["train"].nonzero().squeeze(1)
         self.num_train_global = shard.num_train_global
         torch.manual_seed(seed)  # identical initial weights on every rank
-        self.model = build_model(model, shard.feat.shape[1], shard.num_classes).to(dev)
+        self.partitioned: dict[str, tuple[torch.Tensor, int]] = {}  # rank-local weights: their rows' ids, rows
+        if self.typed:
+            ids = embedding_ids(shard, self.graph.rows)
+            self.model = build_typed_model(model, self.graph.types, self.graph.feature_widths, shard.num_classes,
+                                           ids, seed).to(dev)
+            self.model_halo = self.graph.halo(self.halo, model.layers)
+            totals = shard.type_offsets if shard.typed else [0, shard.num_inner]
+            self.partitioned = {f"embeddings.{t}.weight": (torch.as_tensor(ids[t], device=dev),
+                                                           int(totals[t + 1] - totals[t]))
+                                for t in range(len(ids)) if ids[t] is not None}
+        else:
+            self.model = build_model(model, shard.feat.shape[1], shard.num_classes).to(dev)
+            self.model_halo = self.halo
         self.opt = Optimiser(self.model.parameters(), train)
         self.step = ModelStep(self.model, self.opt, seed, ctx.world, ctx.rank)
 
@@ -69,7 +91,7 @@ class FullGraphTrainer:
 
         def forward():
             block, x = self._epoch_graph(epoch, fresh, keep)
-            logits = self.model(block, x, self.halo)
+            logits = self.model(block, x, self.model_halo)
             return logits[self.train_idx], self.labels[self.train_idx]
 
         return self.step(epoch, epoch, forward, self.num_train_global) / self.num_train_global
@@ -80,7 +102,8 @@ class FullGraphTrainer:
         t0 = time.perf_counter()
         sample = self.sampler.sample(epoch)
         ahead = self.sampler.sample(epoch + 1).plan if keep else None
-        block, x = (self.graph.block, self.graph.x) if sample.every_halo_row else self.graph.subgraph(sample.halo_kept)
+        whole = sample.every_halo_row or self.typed  # (a typed graph trains without boundary-node sampling)
+        block, x = (self.graph.block, self.graph.x) if whole else self.graph.subgraph(sample.halo_kept)
         self.sample_seconds = time.perf_counter() - t0  # what sampling costs the epoch (recorded as sample_time)
         self.halo.begin_round(epoch, fresh=fresh, keep=keep, plan=sample.plan, next_plan=ahead)
         return block, x
@@ -128,18 +151,37 @@ class FullGraphTrainer:
     # ---- what the run loop asks of a trainer (sylvie.train.protocol.Trainer) ----
 
     def state_dict(self) -> dict:
-        """Model, optimiser and lr schedule state (the adaptor restarts synchronously: stale halo data is not saved)."""
-        return {"model": self.model.state_dict(), "optimizer": self.opt.state_dict()}
+        """Model, optimiser and lr schedule state (the adaptor restarts synchronously: stale halo data is not saved),
+        partitioned weights whole; collective: every rank calls it."""
+        opt = self.opt.state_dict()
+        if self.partitioned:
+            opt = {**opt, "optimizer": gather_state(opt["optimizer"], list(self.model.parameters()),
+                                                    self._partitioned_by_index())}
+        return {"model": self._whole(self.model.state_dict()), "optimizer": opt}
 
     def load_state_dict(self, state: dict, next_epoch: int) -> None:
         """Continue from ``state`` at ``next_epoch``, which is synchronous."""
-        self.model.load_state_dict(state["model"])
-        self.opt.load_state_dict(state["optimizer"])
+        model = dict(state["model"])
+        for name, (ids, _) in self.partitioned.items():
+            model[name] = own_rows(model[name], ids)
+        self.model.load_state_dict(model)
+        opt = state["optimizer"]
+        if self.partitioned:
+            opt = {**opt, "optimizer": own_state(opt["optimizer"], self._partitioned_by_index())}
+        self.opt.load_state_dict(opt)
         self.adaptor = self._adaptor(start=next_epoch)
 
     def weights(self) -> dict:
-        """A copy of the model's weights (the run loop keeps the best-validation ones)."""
-        return copy.deepcopy(self.model.state_dict())
+        """A copy of the model's weights, partitioned ones whole (the run loop keeps the best-validation ones);
+        collective: every rank calls it."""
+        return copy.deepcopy(self._whole(self.model.state_dict()))
+
+    def _whole(self, weights: dict) -> dict:
+        return {k: gather_rows(v, *self.partitioned[k]) if k in self.partitioned else v for k, v in weights.items()}
+
+    def _partitioned_by_index(self) -> dict[int, tuple[torch.Tensor, int]]:
+        names = [n for n, _ in self.model.named_parameters()]
+        return {names.index(n): v for n, v in self.partitioned.items()}
 
     def summary(self) -> dict:
         """What this trainer adds to the run's summary."""

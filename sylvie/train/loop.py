@@ -90,10 +90,12 @@ def run_epochs(trainer: Trainer, rank: int, out_dir: Path, train, identity: dict
             _record_failure(e, rank, out_dir, records)
             raise
         every = train.checkpoint_every
-        if rank == 0 and every and (epoch + 1) % every == 0 and epoch + 1 < epochs:
-            save_checkpoint(ckpt_path, {"identity": identity, "epoch": epoch,
-                                        "metrics": [r.to_json() for r in records],
-                                        "best": vars(best) if best else None, "trainer": trainer.state_dict()})
+        if every and (epoch + 1) % every == 0 and epoch + 1 < epochs:
+            state = trainer.state_dict()  # on every rank: a trainer may put partitioned weights together
+            if rank == 0:
+                save_checkpoint(ckpt_path, {"identity": identity, "epoch": epoch,
+                                            "metrics": [r.to_json() for r in records],
+                                            "best": vars(best) if best else None, "trainer": state})
     if best is None:
         raise SylvieError(f"train.epochs={epochs}: nothing to train; set epochs >= 1")
     return TrainedRun(best, records)

@@ -8,20 +8,35 @@ import os
 
 import torch
 
+from sylvie.formats.partition_manifest import graph_layout
+from sylvie.graph_types import GraphTypes
 from sylvie.memory_budget import check_fits, gigabytes
 from sylvie.models.gnn import build_model
+from sylvie.models.typed_gnn import TYPED_ARCHS, build_typed_model
 
 
-def parameter_count(model, in_feats: int, num_classes: int) -> int:
-    """The parameters of the model the config's ``model`` section builds, counted without allocating them."""
+def parameter_count(model, in_feats: int, num_classes: int, manifest: dict | None = None, rank: int = 0) -> int:
+    """The parameters of the model the config's ``model`` section builds, counted without allocating them; a typed
+    model's on ``rank`` of the partition of ``manifest`` (its rows of the embedding tables)."""
+    if model.arch not in TYPED_ARCHS:
+        with torch.device("meta"):
+            return sum(p.numel() for p in build_model(model, in_feats, num_classes).parameters())
+    layout = graph_layout(manifest)
+    widths = layout["feature_widths"]
     with torch.device("meta"):
-        return sum(p.numel() for p in build_model(model, in_feats, num_classes).parameters())
+        typed = build_typed_model(model, GraphTypes.from_json(layout["types"], "the partition's manifest"), widths,
+                                  num_classes, [0] * len(widths))
+    part = manifest["parts"][min(rank, len(manifest["parts"]) - 1)]
+    rows = part.get("type_counts", [part["inner_nodes"]])
+    width = model.embedding_width or max([w for w in widths if w is not None] or [model.hidden])
+    return sum(p.numel() for p in typed.parameters()) + sum(r for r, w in zip(rows, widths, strict=True)
+                                                            if w is None) * width
 
 
 def output_bytes(model, in_feats: int, num_classes: int, rows: int) -> int:
     """A lower bound of the layer outputs' share of a rank's peak: ``rows`` rows of the input and of every layer's
     output, float32, which the backward pass needs at once."""
-    heads = model.heads if model.arch == "gat" else 1
+    heads = model.heads if model.arch in ("gat", "rgat") else 1
     return rows * (in_feats + model.hidden * heads * (model.layers - 1) + num_classes) * 4
 
 
@@ -41,7 +56,7 @@ def check_training_fits(model, manifest: dict, rank: int, sampled: bool, device:
     outputs = output_bytes(model, in_feats, classes, rows)
     layers = f" and {rows:,} rows' layer outputs ({gigabytes(outputs)})" if rows else ""
     check_fits(outputs * sharing, f"{what}, its {rows:,} rows' layer outputs{on}", advice, available, where)
-    params = parameter_count(model, in_feats, classes) * 4 * 4
+    params = parameter_count(model, in_feats, classes, manifest, rank) * 4 * 4
     check_fits((params + outputs) * sharing,
                f"{what}, its parameters and optimiser state ({gigabytes(params)}){layers}{on}", advice, available,
                where)

@@ -12,9 +12,10 @@ from sylvie.errors import SylvieError
 from sylvie.features.store import check_store_options
 from sylvie.formats.epoch_record import write_metrics
 from sylvie.formats.model_file import BY_LAST_EPOCH, ModelFile, save_model
-from sylvie.formats.partition_manifest import read_manifest
+from sylvie.formats.partition_manifest import graph_layout, read_manifest
 from sylvie.formats.run_failure import clear_run_failure
 from sylvie.formats.vip_file import read_vip
+from sylvie.models.typed_gnn import TYPED_ARCHS
 from sylvie.output_dir import RUN, check_replaceable
 from sylvie.partition.shard_reader import read_shard, read_topology
 from sylvie.runtime.peer_watchdog import collective_timeout
@@ -120,7 +121,7 @@ def _train_locked(job: TrainingJob, manifest: dict, sampled, watch) -> dict | No
         save_model(job.out_dir / "model.pt", ModelFile(
             weights=best.weights, **{f"{k}_cfg": v for k, v in configs.items()}, in_feats=manifest["num_features"],
             num_classes=manifest["num_classes"], dataset_fingerprint=manifest["dataset_fingerprint"],
-            summary=summary))
+            summary=summary, graph_types=graph_layout(manifest) if job.model.arch in TYPED_ARCHS else None))
         write_metrics(job.out_dir, trained.records)
         clear_run_failure(job.out_dir)  # an earlier attempt's record: this run finished
         log_info(f"{kept_line(best)}; wrote {job.out_dir / 'model.pt'}")

@@ -72,7 +72,8 @@ def check_divergence(losses: Sequence[float], train) -> None:
 def all_reduce_gradients(model: torch.nn.Module, stats: CommStats, extra: torch.Tensor | None = None) -> bool:
     """Sum the weight gradients (and ``extra``, summed in place in the same collective) over the ranks; returns
     whether the gradients are all finite (the same answer on every rank)."""
-    params = [p for p in model.parameters() if p.grad is not None]
+    # a weight partitioned over the ranks (``rank_local``: a typed graph's embedding rows) keeps its own gradient
+    params = [p for p in model.parameters() if p.grad is not None and not getattr(p, "rank_local", False)]
     parts = [p.grad.reshape(-1) for p in params] + ([extra.reshape(-1)] if extra is not None else [])
     if not parts:
         return True
