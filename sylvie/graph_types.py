@@ -25,6 +25,12 @@ class Relation:
     def reverse(self) -> Relation:
         return Relation(self.dst, REVERSE_PREFIX + self.name, self.src)
 
+    def reverse_of(self) -> Relation:
+        """The relation this one is the reverse of (``reverse``'s inverse)."""
+        if not self.name.startswith(REVERSE_PREFIX):
+            raise ValueError(f"{self} is not a reverse relation")
+        return Relation(self.dst, self.name[len(REVERSE_PREFIX):], self.src)
+
     def __str__(self) -> str:
         return f"({self.src}, {self.name}, {self.dst})"
 

@@ -13,12 +13,14 @@ import numpy as np
 
 from sylvie.data.graph import Graph, edges_of_keys, remove_self_loops, undirected_keys
 from sylvie.errors import SylvieError
+from sylvie.graph_types import GraphTypes, Relation
 
 log = logging.getLogger(__name__)
 
-NAMES = ("ogbn-arxiv", "ogbn-products", "ogbn-papers100M")
-# Directed citation graphs are made undirected, as in the OGB and DGL reference examples.
-SYMMETRIZE = {"ogbn-arxiv": True, "ogbn-products": False, "ogbn-papers100M": True}
+NAMES = ("ogbn-arxiv", "ogbn-products", "ogbn-papers100M", "ogbn-mag")
+# Directed citation graphs are made undirected, as in the OGB and DGL reference examples (ogbn-mag, typed, gets
+# each relation's reverse instead: reverse_relations).
+SYMMETRIZE = {"ogbn-arxiv": True, "ogbn-products": False, "ogbn-papers100M": True, "ogbn-mag": False}
 
 
 def _meta_info(name: str, root: Path, mirror: str | None) -> dict:
@@ -98,9 +100,11 @@ def _fetch(name: str, root: Path, meta: dict, timeout_s: float):
         raise problem
 
 
-def load_ogb(name: str, root: str | Path, mirror: str | None = None, timeout_s: float = 60) -> Graph:
+def load_ogb(name: str, root: str | Path, mirror: str | None = None, timeout_s: float = 60,
+             reverse_relations: bool = True) -> Graph:
     """Download (if needed) and load an ogbn-* dataset into canonical form; every network read gives up after
-    ``timeout_s`` seconds without data."""
+    ``timeout_s`` seconds without data. A typed dataset (ogbn-mag) gets each relation's reverse unless
+    ``reverse_relations`` is off."""
     if name not in NAMES:
         raise SylvieError(f"unknown OGB dataset '{name}'; choose one of {', '.join(NAMES)}")
     root = Path(root).resolve()
@@ -109,6 +113,8 @@ def load_ogb(name: str, root: str | Path, mirror: str | None = None, timeout_s: 
     with _ogb_downloads_into(root):
         split = ds.get_idx_split()
     graph, labels = ds[0]
+    if meta.get("is hetero") == "True":
+        return _typed(name, graph, labels, split, meta, reverse_relations)
     src, dst = graph["edge_index"].astype(np.int64)
     src, dst, loops = remove_self_loops(src, dst)
     if SYMMETRIZE[name]:
@@ -129,3 +135,44 @@ def load_ogb(name: str, root: str | Path, mirror: str | None = None, timeout_s: 
         num_classes=int(meta["num classes"]),
         info={"self_loops_removed": loops, "symmetrized": SYMMETRIZE[name], "url": meta["url"]},
     )
+
+
+def _typed(name: str, graph: dict, labels: dict, split: dict, meta: dict, reverse_relations: bool) -> Graph:
+    """An OGB heterogeneous dataset (ogb's dictionaries per node type and per (head, relation, tail)) as a typed
+    canonical graph: node types in ogb's (sorted) order, each type's ids ogb's; the type with labels the target."""
+    counts = {t: int(n) for t, n in graph["num_nodes_dict"].items()}
+    node_types = tuple(sorted(counts))
+    labelled = sorted(labels)
+    if len(labelled) != 1:
+        raise SylvieError(f"{name}: labels on {len(labelled)} node types ({labelled}); a typed graph has one target "
+                          f"type")
+    target = labelled[0]
+    relations = tuple(Relation(*triplet) for triplet in sorted(graph["edge_index_dict"]))
+    types = GraphTypes(node_types, relations, target)
+    if reverse_relations:
+        types, _ = types.with_reverses()
+    offsets = dict(zip(node_types, np.concatenate([[0], np.cumsum([counts[t] for t in node_types])]), strict=False))
+    src, dst, rel = [], [], []
+    for r, relation in enumerate(types.relations):
+        forward = relation if relation in relations else relation.reverse_of()
+        edge_index = np.asarray(graph["edge_index_dict"][(forward.src, forward.name, forward.dst)], dtype=np.int64)
+        heads, tails = (edge_index[0], edge_index[1]) if forward is relation else (edge_index[1], edge_index[0])
+        src.append(heads + offsets[relation.src])
+        dst.append(tails + offsets[relation.dst])
+        rel.append(np.full(heads.shape[0], r, np.int16))
+    n = sum(counts.values())
+    first, count = int(offsets[target]), counts[target]
+    y = np.full(n, -1, np.int64)
+    y[first:first + count] = np.asarray(labels[target], dtype=np.int64).reshape(-1)
+    masks = {}
+    for part in ("train", "valid", "test"):
+        m = np.zeros(n, dtype=bool)
+        m[first + np.asarray(split[part][target], dtype=np.int64)] = True
+        masks[part] = m
+    feats = graph.get("node_feat_dict") or {}
+    return Graph(
+        name=name, src=np.concatenate(src), dst=np.concatenate(dst), features=np.empty((n, 0), np.float32),
+        labels=y, train_mask=masks["train"], val_mask=masks["valid"], test_mask=masks["test"],
+        num_classes=int(meta["num classes"]), info={"url": meta["url"], "reverse_relations": reverse_relations},
+        types=types, type_counts=tuple(counts[t] for t in node_types), relation=np.concatenate(rel),
+        type_features=tuple(np.asarray(feats[t], dtype=np.float32) if t in feats else None for t in node_types))

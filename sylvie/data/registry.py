@@ -76,7 +76,8 @@ def load(name: str, options) -> Graph:
         return planetoid.load_planetoid(name, options.raw_dir, allow_download=options.allow_download,
                                         timeout_s=options.timeout)
     if source == "ogb":
-        return ogb.load_ogb(name, options.root, mirror=options.mirror, timeout_s=options.timeout)
+        return ogb.load_ogb(name, options.root, mirror=options.mirror, timeout_s=options.timeout,
+                            reverse_relations=options.reverse_relations)
     if source == "files":
         return files_source.load_files(name, options)
     if source == "dgl":
