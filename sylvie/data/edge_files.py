@@ -99,33 +99,41 @@ class _Column:
         return np.concatenate(self.parts) if self.parts else np.empty(0, np.int64)
 
 
-def read_edge_rows(options, keys: pa.Array | None, num_nodes: int) -> EdgeRows:
+def read_edge_rows(options, keys: pa.Array | None, num_nodes: int, dst: tuple | None = None,
+                   what: str = "edges", src_type: str = "") -> EdgeRows:
     """The edges of a ``source: files`` dataset as node numbers, the node table having ``num_nodes`` rows (ids
-    ``keys`` in row order, or None: edges give row numbers)."""
+    ``keys`` in row order, or None: edges give row numbers). A typed graph's relation (``what``: where the config
+    names its file) has its destinations in another node type's table: ``dst`` = (its keys, its rows, the type),
+    ``keys`` and ``num_nodes`` the sources' type's, ``src_type`` (every id in its type's table: no unknown nodes
+    added)."""
     if not options.edges:
         raise SylvieError("datasets: source files needs edges, the edge list's file or folder")
-    files, kind = files_of(options.edges, "edges", EDGE_KINDS)
-    add = options.unknown_nodes == "add"
-    lookup = _Lookup(keys, add) if keys is not None else None
+    files, kind = files_of(options.edges, what, EDGE_KINDS)
+    add = options.unknown_nodes == "add" and dst is None
+    ends = [(keys, num_nodes, src_type), dst] if dst is not None else [(keys, num_nodes, "")] * 2
+    lookups = [(_Lookup(k, add) if k is not None else None, n, f" ({what}: node type {t!r})" if t else "")
+               for k, n, t in ends]
     names = list(options.edge_columns)
     if kind == "npy":
         arrays = [_npy_pairs(f) for f in files]
         columns = [_Column(sum(a.shape[0] for a in arrays)) for _ in range(2)]
         for f, pairs in zip(files, arrays, strict=True):
             for rows in ranges(pairs.shape[0]):
-                for j, col in enumerate(columns):
-                    _map(pa.array(np.asarray(pairs[rows, j])), col, lookup, num_nodes, add,
-                         lambda r, f=f, first=rows.start: row_name(f, first + r), f"column {j}")
+                for j, (col, (lookup, n, of)) in enumerate(zip(columns, lookups, strict=True)):
+                    _map(pa.array(np.asarray(pairs[rows, j])), col, lookup, n, add,
+                         lambda r, f=f, first=rows.start: row_name(f, first + r), f"column {j}{of}")
     else:
         columns = [_Column(num_rows(files, kind)) for _ in range(2)]
         types = {c: pa.large_string() for c in names} if kind in ("csv", "tsv") else None  # ids as written
-        for chunk in chunks(files, kind, names, "edges", types):
-            for name, col in zip(names, columns, strict=True):
-                _map(chunk.batch.column(name), col, lookup, num_nodes, add,
-                     lambda r, c=chunk: row_name(c, r), f"column '{name}'")
-    for col in columns:
+        for chunk in chunks(files, kind, names, what, types):
+            for name, col, (lookup, n, of) in zip(names, columns, lookups, strict=True):
+                _map(chunk.batch.column(name), col, lookup, n, add,
+                     lambda r, c=chunk: row_name(c, r), f"column '{name}'{of}")
+    for col, (lookup, _, _) in zip(columns, lookups, strict=True):
         if lookup is not None:
             col.look_up(lookup)
+    if dst is not None:  # every id checked against its type's table
+        return EdgeRows(src=columns[0].array(), dst=columns[1].array(), num_added=0)
     return _number_unknown(columns, keys, num_nodes)
 
 
@@ -198,9 +206,10 @@ def _unknown(col: _Column, start: int, ids: np.ndarray, values: pa.Array, add: b
         return
     r = int(np.flatnonzero(missing)[0])
     if not add:
+        advice = ("add its row to that type's table" if "node type" in what else
+                  "add its row, or set unknown_nodes: add to give it zero features and no label")
         raise SylvieError(f"{name_row(r)}: {what}: node {values[r].as_py()!r} is not in the node table "
-                          f"({int(missing.sum())} such ids in this chunk); add its row, or set unknown_nodes: add "
-                          f"to give it zero features and no label")
+                          f"({int(missing.sum())} such ids in this chunk); {advice}")
     at = np.flatnonzero(missing)
     col.unknown_rows.append(at + start)
     col.unknown_ids.append(values.take(pa.array(at)))

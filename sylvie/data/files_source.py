@@ -9,10 +9,13 @@ from sylvie.data.graph import Graph
 from sylvie.data.node_table import TABLE_KINDS, read_node_table
 from sylvie.data.own_graph import own_graph
 from sylvie.data.table_files import chunks, column_names, files_of, num_rows
+from sylvie.data.typed_files import load_typed_files
 
 
 def load_files(name: str, options) -> Graph:
-    """The canonical graph of dataset ``name`` from the files its options name."""
+    """The canonical graph of dataset ``name`` from the files its options name (a typed graph's: ``typed_files``)."""
+    if options.node_tables:
+        return load_typed_files(name, options)
     nodes = read_node_table(options)
     edges = read_edge_rows(options, nodes.keys, nodes.num_nodes)
     keys = nodes.keys
@@ -25,12 +28,21 @@ def load_files(name: str, options) -> Graph:
 
 def input_paths(options) -> tuple[str, ...]:
     """The files and folders the dataset is read from."""
+    if options.node_tables:
+        return tuple(options.node_tables.values()) + tuple(r["edges"] for r in options.relations or ())
     return tuple(p for p in (options.edges, options.node_table, options.features_file) if p)
 
 
 def count_nodes(options) -> int:
-    """The node table's rows (from Parquet's or Arrow's metadata; a CSV is counted), before the graph is built."""
-    files, kind = files_of(options.node_table, "node_table", TABLE_KINDS)
+    """The node table's rows (from Parquet's or Arrow's metadata; a CSV is counted), before the graph is built; a
+    typed graph's, of every type's table."""
+    if options.node_tables:
+        return sum(_count_rows(path) for path in options.node_tables.values())
+    return _count_rows(options.node_table)
+
+
+def _count_rows(table) -> int:
+    files, kind = files_of(table, "node_table", TABLE_KINDS)
     known = num_rows(files, kind)
     if known is not None:
         return known

@@ -3,6 +3,7 @@ labels and split. Read in chunks (``table_files``): what is kept of a chunk is t
 text. Every error names the file, the column and the first bad row."""
 from __future__ import annotations
 
+import fnmatch
 from dataclasses import dataclass
 
 import numpy as np
@@ -65,21 +66,35 @@ class _Rows:
         return row_name(path, first + row - self.starts[i])
 
 
-def read_node_table(options) -> NodeTable:
-    """The node table of a ``source: files`` dataset (its typed options)."""
+def read_node_table(options, what: str = "node_table", node_type: str | None = None,
+                    target: str | None = None) -> NodeTable:
+    """The node table of a ``source: files`` dataset (its typed options). A typed graph's table of ``node_type``
+    (``what``: ``node_tables.<type>``): its features are optional (a type without them has a matrix of no columns),
+    and only the ``target`` type's table may carry the labels and split."""
     if not options.node_table:
         raise SylvieError("datasets: source files needs node_table, the node table's file or folder (a row a node: "
                           "features, label, split)")
-    files, kind = files_of(options.node_table, "node_table", TABLE_KINDS)
+    files, kind = files_of(options.node_table, what, TABLE_KINDS)
     names = column_names(files[0], kind)
-    what = "node_table"
     features_file = options.features_file
     split_columns = [options.split_column] if options.split_column else list(options.mask_columns or [])
-    others = [c for c in (options.node_key, options.label_column, *split_columns) if c]
+    labelled = node_type is None or node_type == target
+    if not labelled:  # a type that is not the target: no labels, no split
+        given = [c for c in (options.label_column, *split_columns) if c in names]
+        if given:
+            raise SylvieError(f"{files[0]}: {what}: column '{given[0]}' gives node type {node_type!r} labels or a "
+                              f"split, but the target type is {target!r}; labels and splits belong to the target "
+                              f"type: drop the column, or make {node_type!r} the target")
+        split_columns = []
+    others = [c for c in (options.node_key, options.label_column if labelled else None, *split_columns) if c]
     match_columns(files[0], names, others, what)
-    # the features: named columns, or every column a glob matches but the ids, labels and split
+    # the features: named columns, or every column a glob matches but the ids, labels and split (a typed graph's
+    # type may have none)
+    wanted = list(options.feature_columns)
+    if node_type is not None:
+        wanted = [w for w in wanted if any(fnmatch.fnmatchcase(n, w) for n in names)]
     feature_columns = [] if features_file else [
-        c for c in match_columns(files[0], names, list(options.feature_columns), what)
+        c for c in match_columns(files[0], names, wanted, what)
         if c not in others or c in options.feature_columns]
     types = {} if kind not in ("csv", "tsv") else {  # CSV: as each column must be read, not as its first rows look
         **{c: pa.float64() for c in feature_columns}, **{c: pa.large_string() for c in others},
@@ -99,11 +114,18 @@ def read_node_table(options) -> NodeTable:
     column = {c: _one_type(v, c, options.node_table) for c, v in kept.items()}
     if features_file:
         matrix = _features_from_npy(features_file, n, options.node_table)
-    else:
+    elif feature_columns:
         matrix = features.matrix()
-    labels, class_names = _labels(column[options.label_column], options.label_column, rows)
+    else:
+        matrix = np.empty((n, 0), np.float32)
+    if labelled:
+        labels, class_names = _labels(column[options.label_column], options.label_column, rows)
+    else:
+        labels, class_names = np.full(n, -1, np.int64), None
     keys = _keys(column[options.node_key], options.node_key, rows) if options.node_key else None
-    if options.split_column:
+    if not labelled:
+        masks = None
+    elif options.split_column:
         masks = _split_of_column(column[options.split_column], options.split_column, rows)
     elif options.mask_columns:
         masks = {s: _mask(column[c], c, rows) for s, c in zip(SPLITS, options.mask_columns, strict=True)}

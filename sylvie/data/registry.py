@@ -48,7 +48,21 @@ def check_dataset(name: str, options) -> str:
         raise SylvieError(f"dataset '{name}': source {source} has no dataset of that name; "
                           f"{_did_you_mean(name, names)}it has "
                           f"{', '.join(names)} (names are case-sensitive)")
-    missing = [k for k in _REQUIRED.get(source, ()) if not getattr(options, k)]
+    typed = source == "files" and (options.node_tables or options.relations or options.target)
+    if typed:
+        missing = [k for k in ("node_tables", "relations", "target") if not getattr(options, k)]
+        if missing:
+            raise SylvieError(f"dataset '{name}': a typed graph from files needs node_tables, relations and target; "
+                              f"{' and '.join(missing)} missing; see docs/datasets.md")
+        if options.node_table or options.edges:
+            raise SylvieError(f"dataset '{name}': give node_tables and relations (a typed graph) or node_table and "
+                              f"edges (one node type), not both")
+        if options.unknown_nodes == "add" or options.features_file:
+            raise SylvieError(f"dataset '{name}': unknown_nodes add and features_file are for one node type; a typed "
+                              f"graph's every node is in its type's table, its features in its columns")
+        from sylvie.data.typed_files import typed_types
+        typed_types(name, options)
+    missing = [] if typed else [k for k in _REQUIRED.get(source, ()) if not getattr(options, k)]
     if missing:
         raise SylvieError(f"dataset '{name}': source {source} needs {' and '.join(missing)} (the file or folder to "
                           f"read); see docs/datasets.md")
@@ -89,7 +103,7 @@ def load(name: str, options) -> Graph:
 
 # Published node counts (Planetoid: Yang et al. 2016; OGB: Hu et al. 2020), known before anything is downloaded.
 NUM_NODES = {"cora": 2_708, "citeseer": 3_327, "pubmed": 19_717, "ogbn-arxiv": 169_343, "ogbn-products": 2_449_029,
-             "ogbn-papers100M": 111_059_956}
+             "ogbn-papers100M": 111_059_956, "ogbn-mag": 1_939_743}
 
 
 def num_nodes_before_download(name: str, options, dataset_dir: str | Path | None = None) -> int:

@@ -1,0 +1,86 @@
+"""``source: files`` for a typed graph: a node table per node type (``node_tables``: type -> file or folder) and an
+edge list per relation (``relations``: source type, name, destination type, edges), in any of the formats of a
+homogeneous graph's files (``table_files``), read by the same readers. The nodes' ids (``node_key``) are looked up
+within their own type's table, so two types may use the same ids. Only the ``target`` type's table carries labels
+and the split; a type whose table has none of ``feature_columns`` has no features (the models learn an embedding
+for it). A relation's edges are taken as directed, from source type to destination type (repeats dropped, and
+self-loops within one type); ``reverse_relations`` adds each one's reverse."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from sylvie.data.edge_files import read_edge_rows
+from sylvie.data.graph import Graph
+from sylvie.data.node_table import NodeTable, read_node_table
+from sylvie.data.own_graph import canonical_edges, random_split
+from sylvie.errors import SylvieError
+from sylvie.graph_types import GraphTypes, Relation
+
+
+def typed_types(name: str, options) -> GraphTypes:
+    """The types a typed ``files`` dataset names, checked (an unknown type in a relation, no target, ...)."""
+    where = f"datasets.{name}"
+    if not options.target:
+        raise SylvieError(f"{where}: node_tables needs target, the node type that carries the labels and split "
+                          f"(one of {', '.join(options.node_tables)})")
+    relations = tuple(Relation(r["src"], r["name"], r["dst"]) for r in options.relations or ())
+    types = GraphTypes(tuple(options.node_tables), relations, options.target)
+    types.check(f"{where}: relations")
+    return types
+
+
+def load_typed_files(name: str, options) -> Graph:
+    types = typed_types(name, options)
+    tables: dict[str, NodeTable] = {}
+    for t, path in options.node_tables.items():
+        tables[t] = read_node_table(dataclasses.replace(options, node_table=path), f"node_tables.{t}", t, types.target)
+    counts = tuple(tables[t].num_nodes for t in types.node_types)
+    offsets = dict(zip(types.node_types, np.concatenate([[0], np.cumsum(counts)]).tolist(), strict=False))
+    src, dst, rel = [], [], []
+    for r, (relation, spec) in enumerate(zip(types.relations, options.relations, strict=True)):
+        s, d = tables[relation.src], tables[relation.dst]
+        rows = read_edge_rows(dataclasses.replace(options, edges=spec["edges"]), s.keys, s.num_nodes,
+                              dst=(d.keys, d.num_nodes, relation.dst), what=f"relations[{r}].edges",
+                              src_type=relation.src)
+        if relation.src == relation.dst:  # repeats and self-loops dropped
+            a, b, _ = canonical_edges(rows.src, rows.dst, s.num_nodes, directed=True)
+        else:  # repeats dropped
+            keys = np.unique(rows.src * d.num_nodes + rows.dst)
+            a, b = keys // d.num_nodes, keys % d.num_nodes
+        src.append(a + offsets[relation.src])
+        dst.append(b + offsets[relation.dst])
+        rel.append(np.full(a.shape[0], r, np.int16))
+    if options.reverse_relations:
+        originals = len(types.relations)
+        types, of = types.with_reverses()
+        for i, r in enumerate(of):  # relation originals + i is relation r's reverse
+            src.append(dst[r])
+            dst.append(src[r])
+            rel.append(np.full(src[r].shape[0], originals + i, np.int16))
+    target = tables[types.target]
+    n = sum(counts)
+    first = offsets[types.target]
+    if not (target.labels >= 0).any():
+        raise SylvieError(f"{options.node_tables[types.target]}: node_tables.{types.target}: no node has a label "
+                          f"(column '{options.label_column}'); the target type needs labelled nodes")
+    masks = target.masks or random_split(target.labels, options.train_fraction, options.val_fraction, options.seed)
+    labels = np.full(n, -1, np.int64)
+    labels[first:first + target.num_nodes] = target.labels
+    full = {}
+    for split, m in masks.items():
+        full[split] = np.zeros(n, dtype=bool)
+        full[split][first:first + target.num_nodes] = m
+    num_classes = len(target.class_names) if target.class_names is not None else int(target.labels.max()) + 1
+    extra = {"class_names": target.class_names} if target.class_names is not None else {}
+    return Graph(
+        name=name, src=np.concatenate(src), dst=np.concatenate(dst), features=np.empty((n, 0), np.float32),
+        labels=labels, train_mask=full["train"], val_mask=full["val"], test_mask=full["test"],
+        num_classes=num_classes,
+        info={"node_tables": {t: str(p) for t, p in options.node_tables.items()},
+              "relations": [{**r, "edges": str(r["edges"])} for r in options.relations],
+              "reverse_relations": options.reverse_relations, **extra},
+        types=types, type_counts=counts, relation=np.concatenate(rel),
+        type_features=tuple(None if tables[t].features.shape[1] == 0 else tables[t].features
+                            for t in types.node_types))
