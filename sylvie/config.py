@@ -395,8 +395,8 @@ def cli_arguments(section: str, values, skip: tuple[str, ...] = ()) -> str:
         v = values[key]
         if isinstance(v, bool):
             out.append(flag if v else "--no-" + key.replace("_", "-"))
-        elif isinstance(v, list):
-            out += [flag, *map(str, v)]
+        elif isinstance(v, list):  # items that are objects (a typed graph's relations) as JSON, as they are read
+            out += [flag, *(json.dumps(x) if isinstance(x, dict) else str(x) for x in v)]
         elif isinstance(v, dict):
             if v:  # {} is every object knob's default
                 out += [flag, json.dumps(v)]
