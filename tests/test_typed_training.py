@@ -66,3 +66,30 @@ def test_a_typed_run_resumes_from_its_checkpoint_bit_for_bit(typed):
     assert [r["epoch"] for r in second] == list(range(6))
     for a, b in zip(first, second, strict=True):
         assert (a["loss"], a["val_acc"]) == (b["loss"], b["val_acc"])
+
+
+def test_predictions_of_a_typed_graph_from_files_name_the_target_types_own_ids(tmp_path):
+    """The papers' own ids (the target type's node_key) in the predictions, whole-graph and partition-parallel."""
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+    from test_typed_files import write_files
+
+    from sylvie.config import section
+    from sylvie.data.generated import generate_from
+    from sylvie.data.registry import download
+
+    mag = generate_from(section("dataset", {"preset": "mag", "nodes": 3_000, "classes": 5, "features": 6,
+                                            "reverse_relations": False}), "mag")
+    download("mine", tmp_path / "g", section("dataset", write_files(mag, tmp_path / "in")))
+    assert main(["partition", str(tmp_path / "g"), "--out", str(tmp_path / "p"), "--parts", "2"]) == 0
+    ranks(2, "--no-python", "sylvie", "train", "--partition", tmp_path / "p", "--out", tmp_path / "run", "--arch",
+          "rgcn", "--epochs", "2", "--no-progress", "--hidden", "8")
+    assert main(["evaluate", "--dataset", str(tmp_path / "g"), "--model", str(tmp_path / "run" / "model.pt"),
+                 "--out", str(tmp_path / "whole.json"), "--predictions", str(tmp_path / "whole.csv")]) == 0
+    ranks(2, "--no-python", "sylvie", "evaluate", "--partition", tmp_path / "p", "--model",
+          tmp_path / "run" / "model.pt", "--out", tmp_path / "parts.json", "--predictions", tmp_path / "parts.csv",
+          "--dataset", tmp_path / "g")
+    whole, parts = (pacsv.read_csv(tmp_path / f).to_pydict() for f in ("whole.csv", "parts.csv"))
+    assert whole == parts and len(whole["node"]) == mag.node_counts[0]
+    # the papers' ids in their table's row order
+    assert whole["node"] == pq.read_table(tmp_path / "in" / "paper.parquet").column("id").to_pylist()

@@ -8,7 +8,7 @@ On disk a canonical graph is a directory:
     meta.json     name, counts, num_classes, source, fingerprint (sha256 of the arrays); class_names where the
                   labels were given as names (class i is class_names[i])
     node_keys.arrow  only for a graph made from a user's files with their own node ids
-                  (``sylvie/formats/node_keys.py``)
+                  (``sylvie/formats/node_keys.py``; a typed graph's: of its target type's nodes)
 
 A typed graph (``sylvie.graph_types``: node types, relations, a target type) is the same directory with its node ids
 type-contiguous (``type_counts`` per type, in ``meta.json`` with the types), each edge's relation index in a
@@ -71,7 +71,8 @@ class Graph:
     # (in-degree, out-degree) of every node once :func:`degrees` counted them (kept by dataclasses.replace of
     # anything but the edges)
     counted_degrees: tuple | None = field(default=None, repr=False, compare=False)
-    # the user's id of every node (int64 or large_string, in node order), where the source gives ids of its own
+    # the user's id of every node (int64 or large_string, in node order), where the source gives ids of its own; a
+    # typed graph's: of its target type's nodes (what evaluation predicts)
     node_keys: pa.Array | None = field(default=None, repr=False, compare=False)
     # A typed graph: its types, nodes per type (ids type-contiguous in types.node_types order), each edge's relation
     # index, and each type's features (None: a type without features); ``features`` then has no columns (N x 0).
@@ -146,8 +147,9 @@ class Graph:
                               f"num_classes")
         if not self.train_mask.any():
             raise SylvieError(f"{where}: field 'train' selects no node; a dataset needs training nodes")
-        if self.node_keys is not None and len(self.node_keys) != n:
-            raise SylvieError(f"{where}: {len(self.node_keys)} node ids for {n} nodes")
+        keyed = self.node_counts[self.types.target_index] if self.typed else n  # a typed graph's: its target's
+        if self.node_keys is not None and len(self.node_keys) != keyed:
+            raise SylvieError(f"{where}: {len(self.node_keys)} node ids for {keyed} nodes")
 
     def _validate_types(self, where: str) -> None:
         """A typed graph's counts, relation column, features and labels (on the target type only)."""

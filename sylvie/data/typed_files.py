@@ -81,6 +81,6 @@ def load_typed_files(name: str, options) -> Graph:
         info={"node_tables": {t: str(p) for t, p in options.node_tables.items()},
               "relations": [{**r, "edges": str(r["edges"])} for r in options.relations],
               "reverse_relations": options.reverse_relations, **extra},
-        types=types, type_counts=counts, relation=np.concatenate(rel),
+        node_keys=target.keys, types=types, type_counts=counts, relation=np.concatenate(rel),
         type_features=tuple(None if tables[t].features.shape[1] == 0 else tables[t].features
                             for t in types.node_types))

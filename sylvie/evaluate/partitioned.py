@@ -71,13 +71,9 @@ def evaluate_partitioned(partition_dir: str | Path, model_path: str | Path, out_
             rows = {s: tuple(np.concatenate([p[s][k] for p in parts]) for k in (0, 1)) for s in mine}
             if predictions:
                 ids, pred_all = rows.pop("all")  # a shard's global ids are the dataset's node ids
-                layout = graph_layout(manifest)
-                typed = "types" in manifest
-                in_order = np.empty(layout["type_counts"][graph.types.target_index] if typed else manifest["num_nodes"],
-                                    np.int64)
+                in_order = np.empty(_predicted_nodes(manifest), np.int64)
                 in_order[ids] = pred_all
-                keys, names = _names(dataset_dir, manifest)
-                write_predictions(predictions, in_order, None if typed else keys, names)
+                write_predictions(predictions, in_order, *_names(dataset_dir, manifest))
             result = write_eval(out_path, manifest["dataset"], saved, rows,
                                 f"partition-parallel, {ctx.world} ranks")
         return result
@@ -96,7 +92,15 @@ def _names(dataset_dir, manifest) -> tuple:
     if dataset_dir is None:
         return None, None
     meta = load_meta(dataset_dir)
-    return read_node_keys(dataset_dir, manifest["num_nodes"], meta.get("node_keys_sha256")), meta.get("class_names")
+    return (read_node_keys(dataset_dir, _predicted_nodes(manifest), meta.get("node_keys_sha256")),
+            meta.get("class_names"))
+
+
+def _predicted_nodes(manifest: dict) -> int:
+    """The nodes evaluation predicts: every node, or a typed graph's target type's."""
+    layout = graph_layout(manifest)
+    types = layout["types"]
+    return layout["type_counts"][types["node_types"].index(types["target"])]
 
 
 def _gather_to_rank0(obj, world: int) -> list | None:

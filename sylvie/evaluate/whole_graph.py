@@ -41,7 +41,7 @@ def evaluate(dataset_dir: str | Path, model_path: str | Path, out_path: str | Pa
         pred = model(block, x).argmax(1).numpy()
     labels = np.asarray(graph.labels)[target]
     rows = {s: (labels[mask[target]], pred[mask[target]]) for s, mask in graph.masks.items()}
-    if predictions:  # a typed graph's: its target type's nodes, by their number within the type
-        keys = None if graph.typed else read_node_keys(dataset_dir, graph.num_nodes, graph.info.get("node_keys_sha256"))
+    if predictions:  # a typed graph's: its target type's nodes (their ids, or their numbers within the type)
+        keys = read_node_keys(dataset_dir, target.stop - target.start, graph.info.get("node_keys_sha256"))
         write_predictions(predictions, pred, keys, graph.info.get("class_names"))
     return write_eval(out_path, graph.name, saved, rows, "whole graph, one process")
