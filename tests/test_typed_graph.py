@@ -44,7 +44,7 @@ def test_the_mag_preset_has_ogbn_mags_shape(mag):
     assert (mag.labels[papers:] == -1).all() and not mag.train_mask[papers:].any()
     assert abs(mag.train_mask.sum() / papers - 0.85494) < 1e-3 and abs(mag.val_mask.sum() / papers - 0.08811) < 1e-3
     cites = rel == 1
-    assert 0.5 < (mag.labels[mag.src[cites]] == mag.labels[mag.dst[cites]]).mean() < 0.7  # homophily 0.6
+    assert 0.2 < (mag.labels[mag.src[cites]] == mag.labels[mag.dst[cites]]).mean() < 0.35  # homophily 0.25
     mag.validate("mag")
 
 

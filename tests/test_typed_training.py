@@ -25,8 +25,10 @@ COMMON = ["--hidden", "16", "--layers", "2", "--epochs", "6", "--seed", "0", "--
 @pytest.fixture(scope="module")
 def typed(tmp_path_factory):
     root = tmp_path_factory.mktemp("typed-run")
+    # easier than the preset (homophily 0.25, label noise 0.45: R-GCN 48% over 349 venues), so that six epochs
+    # show learning
     assert main(["download", "mag", "--source", "synthetic", "--preset", "mag", "--nodes", "6000", "--classes", "8",
-                 "--features", "16", "--out", str(root / "graph")]) == 0
+                 "--features", "16", "--homophily", "0.6", "--label-noise", "0.3", "--out", str(root / "graph")]) == 0
     assert main(["partition", str(root / "graph"), "--out", str(root / "p2"), "--parts", "2"]) == 0
     return root
 
