@@ -90,6 +90,8 @@ class GraphTypes:
         have = set(self.relations)
         added, of = [], []
         for i, r in enumerate(self.relations):
+            if r.name.startswith(REVERSE_PREFIX) and r.reverse_of() in have:  # the reverse of one given
+                continue
             rev = r.reverse()
             if rev not in have:
                 added.append(rev)

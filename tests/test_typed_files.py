@@ -151,3 +151,15 @@ def test_a_feature_width_that_differs_between_a_types_files(mag, tmp_path):
     options["node_tables"]["paper"] = str(folder)
     _refused(options, tmp_path, r"part-1.parquet, row 0: column 'feat': a list of 7 features where the first row has "
                                 r"6; every node needs as many")
+
+
+def test_one_type_and_one_relation_is_the_homogeneous_graph_with_its_features(mag, tmp_path):
+    options = write_files(mag, tmp_path / "in")
+    options["node_tables"] = {"paper": options["node_tables"]["paper"]}
+    options["relations"] = [r for r in options["relations"] if r["name"] == "cites"]
+    options["reverse_relations"] = False
+    download("mine", tmp_path / "g", section("dataset", options))
+    from sylvie.data.graph import load_graph
+    got = load_graph(tmp_path / "g")
+    assert not got.typed and got.features.shape == (mag.node_counts[0], 6)
+    assert got.num_edges == (mag.relation == 1).sum()

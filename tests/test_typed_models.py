@@ -253,3 +253,23 @@ def test_homogeneous_types_are_one_of_each():
     with_rev, of = TYPES.with_reverses()
     assert len(with_rev.relations) == 2 * len(TYPES.relations) and of == list(range(5))
     assert with_rev.relations[5] == Relation("paper", "rev-writes", "author")
+
+
+def test_a_reverse_given_is_not_reversed_again():
+    given = GraphTypes(("a", "b"), (Relation("a", "r", "b"), Relation("b", "rev-r", "a")), "a")
+    assert given.with_reverses() == (given, [])
+
+
+def test_embedding_rows_start_alike_for_any_seed_the_schema_allows():
+    from sylvie.models.typed_gnn import EMBEDDING_CHUNK, embedding_init
+    ids = torch.tensor([0, 5, EMBEDDING_CHUNK + 3])
+    whole = embedding_init(torch.arange(EMBEDDING_CHUNK + 4), 3, 2 ** 32 - 1, 2)
+    assert torch.equal(embedding_init(ids, 3, 2 ** 32 - 1, 2), whole[ids])
+
+
+def test_typed_models_train_full_graph_only():
+    from sylvie.config import check_sampling, section
+    from sylvie.errors import SylvieError
+    with pytest.raises(SylvieError, match="model.arch rgat trains full-graph only"):
+        check_sampling(section("model", {"arch": "rgat"}), section("train", {"mode": "sampled"}),
+                       section("sampling"), "config: runs.x")

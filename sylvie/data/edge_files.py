@@ -110,9 +110,12 @@ def read_edge_rows(options, keys: pa.Array | None, num_nodes: int, dst: tuple | 
         raise SylvieError("datasets: source files needs edges, the edge list's file or folder")
     files, kind = files_of(options.edges, what, EDGE_KINDS)
     add = options.unknown_nodes == "add" and dst is None
-    ends = [(keys, num_nodes, src_type), dst] if dst is not None else [(keys, num_nodes, "")] * 2
-    lookups = [(_Lookup(k, add) if k is not None else None, n, f" ({what}: node type {t!r})" if t else "")
-               for k, n, t in ends]
+    if dst is None:  # both columns name nodes of the one table: one lookup
+        one = (_Lookup(keys, add) if keys is not None else None, num_nodes, "")
+        lookups = [one, one]
+    else:
+        lookups = [(_Lookup(k, add) if k is not None else None, n, f" ({what}: node type {t!r})")
+                   for k, n, t in ((keys, num_nodes, src_type), dst)]
     names = list(options.edge_columns)
     if kind == "npy":
         arrays = [_npy_pairs(f) for f in files]
@@ -181,10 +184,10 @@ def _map(values: pa.Array, col: _Column, lookup: _Lookup | None, n: int, add: bo
         bad = (ids < 0) | ((ids >= n) if not add else False)
         if bad.any():
             r = int(np.flatnonzero(bad)[0])
+            rows = ("; set node_key if the edges use the nodes' own ids" if "node type" in what else
+                    "; set node_key if the edges use the nodes' own ids, or unknown_nodes: add for nodes without a row")
             raise SylvieError(f"{name_row(r)}: {what}: node {int(ids[r])} is out of range: the node table has {n} "
-                              f"rows, so edges name nodes 0..{n - 1} ({int(bad.sum())} such ids in this chunk); set "
-                              f"node_key if the edges use the nodes' own ids, or unknown_nodes: add for nodes without "
-                              f"a row")
+                              f"rows, so edges name nodes 0..{n - 1} ({int(bad.sum())} such ids in this chunk){rows}")
         col.add(ids)
         return
     if text and pa.types.is_integer(lookup.type):  # a CSV's ids, the node table's integers

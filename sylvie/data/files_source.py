@@ -37,14 +37,14 @@ def count_nodes(options) -> int:
     """The node table's rows (from Parquet's or Arrow's metadata; a CSV is counted), before the graph is built; a
     typed graph's, of every type's table."""
     if options.node_tables:
-        return sum(_count_rows(path) for path in options.node_tables.values())
-    return _count_rows(options.node_table)
+        return sum(_count_rows(path, f"node_tables.{t}") for t, path in options.node_tables.items())
+    return _count_rows(options.node_table, "node_table")
 
 
-def _count_rows(table) -> int:
-    files, kind = files_of(table, "node_table", TABLE_KINDS)
+def _count_rows(table, what: str) -> int:
+    files, kind = files_of(table, what, TABLE_KINDS)
     known = num_rows(files, kind)
     if known is not None:
         return known
     first = column_names(files[0], kind)[:1]
-    return sum(c.batch.num_rows for c in chunks(files, kind, first, "node_table", {first[0]: pa.large_string()}))
+    return sum(c.batch.num_rows for c in chunks(files, kind, first, what, {first[0]: pa.large_string()}))

@@ -524,5 +524,6 @@ def check_fingerprint(graph: Graph, directory: str | Path, edges_hash=None) -> N
     """That ``graph``, read from ``directory``, is what ``sylvie download`` wrote there (its meta.json's fingerprint);
     else a SylvieError naming the directory. ``edges_hash``: as for :meth:`Graph.fingerprint`."""
     if graph.fingerprint(edges_hash) != graph.info.get("fingerprint"):
-        raise SylvieError(f"{directory}: the content of nodes.arrow and edges.arrow does not match the fingerprint "
-                          f"in meta.json; the files were changed after download; rerun `sylvie download`")
+        files = "nodes.arrow, edges.arrow and features.<t>.arrow" if graph.typed else "nodes.arrow and edges.arrow"
+        raise SylvieError(f"{directory}: the content of {files} does not match the fingerprint in meta.json; the "
+                          f"files were changed after download; rerun `sylvie download`")

@@ -74,6 +74,11 @@ def load_typed_files(name: str, options) -> Graph:
         full[split][first:first + target.num_nodes] = m
     num_classes = len(target.class_names) if target.class_names is not None else int(target.labels.max()) + 1
     extra = {"class_names": target.class_names} if target.class_names is not None else {}
+    if types.homogeneous:  # one type, one relation: the homogeneous graph it is, features and all
+        return Graph(name=name, src=src[0], dst=dst[0], features=target.features, labels=labels,
+                     train_mask=full["train"], val_mask=full["val"], test_mask=full["test"], num_classes=num_classes,
+                     info={"node_tables": {t: str(p) for t, p in options.node_tables.items()}, **extra},
+                     node_keys=target.keys)
     return Graph(
         name=name, src=np.concatenate(src), dst=np.concatenate(dst), features=np.empty((n, 0), np.float32),
         labels=labels, train_mask=full["train"], val_mask=full["val"], test_mask=full["test"],

@@ -151,7 +151,7 @@ def embedding_init(ids: torch.Tensor, width: int, seed: int, node_type: int) -> 
     gen = torch.Generator()
     for c in torch.unique(chunk).tolist():
         mine = (chunk == c).nonzero().squeeze(1)
-        gen.manual_seed((seed * 1_000_003 + node_type) * 1_000_003 + c)
+        gen.manual_seed(((seed * 1_000_003 + node_type) * 1_000_003 + c) % (1 << 63))  # any seed: < 2^63
         block = torch.randn(EMBEDDING_CHUNK, width, generator=gen)
         out[mine] = block[ids[mine] - c * EMBEDDING_CHUNK]
     return out.mul_(width ** -0.5)

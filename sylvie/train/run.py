@@ -49,6 +49,9 @@ def run_training(job: TrainingJob) -> dict | None:
     inputs = (job.partition_dir,) + ((job.vip_dir,) if job.vip_dir else ())
     check_replaceable(job.out_dir, RUN, inputs=inputs)  # a run directory, or one to become it
     manifest = read_manifest(job.partition_dir)
+    if job.sampled and "types" in manifest:
+        raise SylvieError(f"{job.partition_dir}: a typed graph's partition; sampled training of typed graphs is not "
+                          f"offered yet: train it full-graph (train.mode full) with model.arch rgcn or rgat")
     check_training_fits(job.model, manifest, int(os.environ.get("RANK", 0)), job.sampled, job.train.device)
     # counted in and beating while this rank reads and checks its inputs, which takes long on a large graph
     with peers_watched(job.train.timeout, "train", job.train.startup_timeout) as watch:
