@@ -156,6 +156,14 @@ def test_bad_json_flag_is_refused(capsys):
         assert "--optimizer-args" in capsys.readouterr().err
 
 
+def test_identity_keeps_checkpoints_from_before_the_typed_model_knobs():
+    manifest = {"dataset_fingerprint": "f", "num_parts": 2, "parts": [{"sha256": "a"}, {"sha256": "b"}]}
+    model = vars(section("model"))
+    ident = run_identity(model, {}, {}, manifest)
+    assert "model.num_bases" not in ident and "model.embedding_width" not in ident and "model.arch" in ident
+    assert run_identity({**model, "num_bases": 2}, {}, {}, manifest)["model.num_bases"] == 2
+
+
 def test_identity_keeps_old_checkpoints_and_follows_the_schedule_length():
     manifest = {"dataset_fingerprint": "f", "num_parts": 2, "parts": [{"sha256": "a"}, {"sha256": "b"}]}
     default = {k: v for k, v in vars(section("train")).items() if k != "seeds"}

@@ -15,21 +15,26 @@ from sylvie.atomic import atomic_path
 from sylvie.config import resumable_keys, section
 from sylvie.train.optimiser import schedule_follows_epochs
 
-# train knobs added after checkpoints carried an identity: one at its default (the schema's) is left out of the
-# identity, so that those checkpoints still resume
-_LATER_TRAIN_KNOBS = ("mode", "boundary_sampling", "optimizer", "optimizer_args", "lr_schedule", "lr_schedule_args",
-                      "warmup_epochs", "warmup_start_factor")
+# knobs added after checkpoints carried an identity, per section: one at its default (the schema's) is left out of
+# the identity, so that those checkpoints still resume
+_LATER_KNOBS = {"train": ("mode", "boundary_sampling", "optimizer", "optimizer_args", "lr_schedule",
+                          "lr_schedule_args", "warmup_epochs", "warmup_start_factor"),
+                "model": ("num_bases", "embedding_width")}
+
+
+def _without_later_defaults(name: str, cfg: dict) -> dict:
+    """``cfg`` (section ``name``) less its resumable knobs and the knobs added later that are at their default."""
+    later, defaults = _LATER_KNOBS.get(name, ()), vars(section(name))
+    return {f"{name}.{k}": v for k, v in cfg.items()
+            if k not in resumable_keys(name) and not (k in later and v == defaults[k])}
 
 
 def run_identity(model_cfg: dict, train_cfg: dict, comm_cfg: dict, manifest: dict,
                  extra: dict[str, dict] | None = None) -> dict:
     """What a checkpoint must match to be resumed (flat: ``section.key`` -> value); ``extra``: more sections
     (sampling, cache)."""
-    ident = {f"model.{k}": v for k, v in model_cfg.items()}
     # the defaults of knobs added later are left out, so that checkpoints from before them still resume
-    defaults = vars(section("train"))
-    ident.update({f"train.{k}": v for k, v in train_cfg.items() if k not in resumable_keys("train")
-                  and not (k in _LATER_TRAIN_KNOBS and v == defaults[k])})
+    ident = {**_without_later_defaults("model", model_cfg), **_without_later_defaults("train", train_cfg)}
     if schedule_follows_epochs(train_cfg.get("lr_schedule"), train_cfg.get("lr_schedule_args")):
         ident["train.epochs"] = train_cfg["epochs"]  # the schedule's length: another epochs is another trajectory
     for name, cfg in {"comm": comm_cfg, **(extra or {})}.items():
