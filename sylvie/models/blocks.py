@@ -124,6 +124,13 @@ def relation_block(src_rows: np.ndarray, dst_rows: np.ndarray, num_src: int, num
                  dst_in_src=same_type)
 
 
+def edges_by_relation(relation: np.ndarray, num_relations: int) -> list[np.ndarray]:
+    """The indices of each relation's edges (in edge order), relation by relation: one stable sort."""
+    order = np.argsort(relation, kind="stable")
+    bounds = np.searchsorted(relation[order], np.arange(num_relations + 1))
+    return [order[bounds[r]:bounds[r + 1]] for r in range(num_relations)]
+
+
 def whole_graph_typed_block(types: GraphTypes, type_counts, src: np.ndarray, dst: np.ndarray,
                             relation: np.ndarray, device="cpu") -> TypedBlock:
     """The whole typed graph as one typed block: every node a destination and a source of its type. ``src``,
@@ -132,10 +139,7 @@ def whole_graph_typed_block(types: GraphTypes, type_counts, src: np.ndarray, dst
     counts = tuple(int(c) for c in type_counts)
     offsets = np.concatenate([[0], np.cumsum(counts)])
     blocks = []
-    order = np.argsort(relation, kind="stable")
-    bounds = np.searchsorted(relation[order], np.arange(len(types.relations) + 1))
-    for r in range(len(types.relations)):
+    for r, mine in enumerate(edges_by_relation(relation, len(types.relations))):
         s, d = types.ends(r)
-        mine = order[bounds[r]:bounds[r + 1]]
         blocks.append(relation_block(src[mine] - offsets[s], dst[mine] - offsets[d], counts[s], counts[d], s == d))
     return TypedBlock(types, counts, counts, tuple(blocks)).to(device)

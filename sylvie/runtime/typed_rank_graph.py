@@ -22,7 +22,7 @@ from sylvie.comm.lowbit.format import FULL_PRECISION
 from sylvie.comm.stats import CommStats
 from sylvie.errors import SylvieError
 from sylvie.formats.splits import SPLITS
-from sylvie.models.blocks import relation_block
+from sylvie.models.blocks import edges_by_relation, relation_block
 from sylvie.models.typed_block import TypedBlock
 from sylvie.partition.shard_format import Shard
 from sylvie.runtime.process_group import Context, all_reduce_sum
@@ -72,12 +72,9 @@ def typed_rank_block(shard: Shard, rows: TypedRows, device) -> TypedBlock:
     """The rank's typed block: per relation, its edges into this rank's inner rows in the rows of their types."""
     types = shard.types
     relation = shard.edge_relation if shard.edge_relation is not None else np.zeros(len(shard.edge_src), np.int16)
-    order = np.argsort(relation, kind="stable")
-    bounds = np.searchsorted(relation[order], np.arange(len(types.relations) + 1))
     blocks = []
-    for r in range(len(types.relations)):
+    for r, mine in enumerate(edges_by_relation(relation, len(types.relations))):
         s, d = types.ends(r)
-        mine = order[bounds[r]:bounds[r + 1]]
         src = rows.source_rows(shard.edge_src[mine].astype(np.int64), s)
         dst = shard.edge_dst[mine].astype(np.int64) - rows.inner_offsets[d]
         blocks.append(relation_block(src, dst, rows.num_src[s], rows.num_dst[d], s == d))
@@ -117,6 +114,7 @@ class TypedRankGraph:
         self.block = typed_rank_block(shard, self.rows, dev)
         self.eval_stats = CommStats()
         self.eval_halo = HaloExchange(self.plan, self.eval_stats, FULL_PRECISION)
+        self._eval_model_halo: TypedHalo | None = None
         type_feat = shard.type_feat if shard.typed else (shard.feat,)
         self.feature_widths = tuple(None if f is None else int(f.shape[1]) for f in type_feat)
         self.embedded = [t for t, f in enumerate(type_feat) if f is None]
@@ -143,9 +141,13 @@ class TypedRankGraph:
     @torch.no_grad()
     def predict(self, model) -> torch.Tensor:
         """The predicted class of every inner row of the target type (eval mode), full neighbourhoods, fp32 halo
-        rows; collective: every rank calls it."""
+        rows; collective: every rank calls it. The evaluation's halo (and its embedding rows' plan) is made at the
+        first call and kept."""
         model.eval()
-        return model(self.block, self.x, self.halo(self.eval_halo, len(model.convs))).argmax(1)
+        layers = len(model.convs)
+        if self._eval_model_halo is None or self._eval_model_halo.embedding_layer != layers:
+            self._eval_model_halo = self.halo(self.eval_halo, layers)
+        return model(self.block, self.x, self._eval_model_halo).argmax(1)
 
     def accuracy_counts(self, model) -> torch.Tensor:
         """As ``RankGraph.accuracy_counts``, over the target type's rows."""
