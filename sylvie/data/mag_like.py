@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sylvie.data.graph import Graph, sorted_unique
+from sylvie.data.graph import Graph, sorted_unique, typed_edges
 from sylvie.data.synthetic import class_features, sample_in_blocks, split_masks
 from sylvie.errors import SylvieError
 from sylvie.graph_types import GraphTypes, Relation
@@ -35,15 +35,6 @@ MAG_TOTAL = sum(MAG_NODES.values())  # 1,939,743
 VENUE_SKEW = 0.7
 
 
-def mag_types(reverse_relations: bool) -> tuple[GraphTypes, list[int]]:
-    """The types (papers the target), and for each relation the relation it reverses (-1: an original)."""
-    types = GraphTypes(tuple(MAG_NODES), tuple(MAG_EDGES), "paper")
-    if not reverse_relations:
-        return types, [-1] * len(types.relations)
-    typed, of = types.with_reverses()
-    return typed, [-1] * len(types.relations) + of
-
-
 def generate_mag(*, nodes: int, features: int, classes: int, homophily: float, feature_noise: float,
                  label_noise: float, train_fraction: float, val_fraction: float, seed: int, degree_sigma: float = 1.0,
                  reverse_relations: bool = True, name: str = "synthetic") -> Graph:
@@ -55,7 +46,7 @@ def generate_mag(*, nodes: int, features: int, classes: int, homophily: float, f
                           f"for {classes} classes: raise nodes or lower classes), features >= 1, homophily and "
                           f"label_noise in [0, 1], train_fraction + val_fraction <= 1, degree_sigma >= 0")
     rng = np.random.default_rng(seed)
-    types, reverses = mag_types(reverse_relations)
+    types = GraphTypes(tuple(MAG_NODES), tuple(MAG_EDGES), "paper")  # papers the target
     share = (np.arange(classes) + 1.0) ** -VENUE_SKEW
     share /= share.sum()
     venue = {t: np.concatenate([np.arange(classes), rng.choice(classes, counts[t] - classes, p=share)])
@@ -63,8 +54,8 @@ def generate_mag(*, nodes: int, features: int, classes: int, homophily: float, f
     pools = {t: _pool(rng, venue[t], classes, degree_sigma) for t in MAG_NODES}
     offsets = dict(zip(MAG_NODES, np.concatenate([[0], np.cumsum(list(counts.values()))]), strict=False))
 
-    src, dst, rel = [], [], []
-    for r, (relation, real) in enumerate(MAG_EDGES.items()):
+    src, dst = [], []
+    for relation, real in MAG_EDGES.items():
         m = max(1, int(round(real * scale)))
 
         def draw(count: int, relation=relation) -> np.ndarray:
@@ -80,12 +71,7 @@ def generate_mag(*, nodes: int, features: int, classes: int, homophily: float, f
         s, d = keys // counts[relation.dst], keys % counts[relation.dst]
         src.append(s + offsets[relation.src])
         dst.append(d + offsets[relation.dst])
-        rel.append(np.full(s.shape[0], r, np.int16))
-    for r, of in enumerate(reverses):
-        if of >= 0:
-            src.append(dst[of])
-            dst.append(src[of])
-            rel.append(np.full(src[of].shape[0], r, np.int16))
+    types, src, dst, relation = typed_edges(types, src, dst, reverse_relations)
 
     papers = counts["paper"]
     labels = venue["paper"].astype(np.int64)
@@ -101,14 +87,14 @@ def generate_mag(*, nodes: int, features: int, classes: int, homophily: float, f
               "feature_noise": feature_noise, "label_noise": label_noise, "train_fraction": train_fraction,
               "val_fraction": val_fraction, "seed": seed, "degree_sigma": degree_sigma,
               "reverse_relations": reverse_relations}
-    return Graph(name=name, src=np.concatenate(src), dst=np.concatenate(dst),
+    return Graph(name=name, src=src, dst=dst,
                  features=np.empty((total, 0), np.float32),
                  labels=np.concatenate([labels, np.full(pad, -1, np.int64)]),
                  train_mask=np.concatenate([masks[0], np.zeros(pad, bool)]),
                  val_mask=np.concatenate([masks[1], np.zeros(pad, bool)]),
                  test_mask=np.concatenate([masks[2], np.zeros(pad, bool)]),
                  num_classes=classes, info={"generator": "mag-like", "params": params},
-                 types=types, type_counts=tuple(counts.values()), relation=np.concatenate(rel),
+                 types=types, type_counts=tuple(counts.values()), relation=relation,
                  type_features=(feats,) + (None,) * (len(counts) - 1))
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sylvie.data.graph import Graph, edges_of_keys, remove_self_loops, undirected_keys
+from sylvie.data.graph import Graph, edges_of_keys, remove_self_loops, typed_edges, undirected_keys
 from sylvie.errors import SylvieError
 from sylvie.graph_types import GraphTypes, Relation
 
@@ -148,18 +148,13 @@ def _typed(name: str, graph: dict, labels: dict, split: dict, meta: dict, revers
                           f"type")
     target = labelled[0]
     relations = tuple(Relation(*triplet) for triplet in sorted(graph["edge_index_dict"]))
-    types = GraphTypes(node_types, relations, target)
-    if reverse_relations:
-        types, _ = types.with_reverses()
     offsets = dict(zip(node_types, np.concatenate([[0], np.cumsum([counts[t] for t in node_types])]), strict=False))
-    src, dst, rel = [], [], []
-    for r, relation in enumerate(types.relations):
-        forward = relation if relation in relations else relation.reverse_of()
-        edge_index = np.asarray(graph["edge_index_dict"][(forward.src, forward.name, forward.dst)], dtype=np.int64)
-        heads, tails = (edge_index[0], edge_index[1]) if forward is relation else (edge_index[1], edge_index[0])
-        src.append(heads + offsets[relation.src])
-        dst.append(tails + offsets[relation.dst])
-        rel.append(np.full(heads.shape[0], r, np.int16))
+    src, dst = [], []
+    for relation in relations:
+        edge_index = np.asarray(graph["edge_index_dict"][(relation.src, relation.name, relation.dst)], dtype=np.int64)
+        src.append(edge_index[0] + offsets[relation.src])
+        dst.append(edge_index[1] + offsets[relation.dst])
+    types, src, dst, relation = typed_edges(GraphTypes(node_types, relations, target), src, dst, reverse_relations)
     n = sum(counts.values())
     first, count = int(offsets[target]), counts[target]
     y = np.full(n, -1, np.int64)
@@ -171,8 +166,8 @@ def _typed(name: str, graph: dict, labels: dict, split: dict, meta: dict, revers
         masks[part] = m
     feats = graph.get("node_feat_dict") or {}
     return Graph(
-        name=name, src=np.concatenate(src), dst=np.concatenate(dst), features=np.empty((n, 0), np.float32),
+        name=name, src=src, dst=dst, features=np.empty((n, 0), np.float32),
         labels=y, train_mask=masks["train"], val_mask=masks["valid"], test_mask=masks["test"],
         num_classes=int(meta["num classes"]), info={"url": meta["url"], "reverse_relations": reverse_relations},
-        types=types, type_counts=tuple(counts[t] for t in node_types), relation=np.concatenate(rel),
+        types=types, type_counts=tuple(counts[t] for t in node_types), relation=relation,
         type_features=tuple(np.asarray(feats[t], dtype=np.float32) if t in feats else None for t in node_types))

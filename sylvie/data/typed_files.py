@@ -12,7 +12,7 @@ import dataclasses
 import numpy as np
 
 from sylvie.data.edge_files import read_edge_rows
-from sylvie.data.graph import Graph
+from sylvie.data.graph import Graph, typed_edges
 from sylvie.data.node_table import NodeTable, read_node_table
 from sylvie.data.own_graph import canonical_edges, random_split
 from sylvie.errors import SylvieError
@@ -38,7 +38,7 @@ def load_typed_files(name: str, options) -> Graph:
         tables[t] = read_node_table(dataclasses.replace(options, node_table=path), f"node_tables.{t}", t, types.target)
     counts = tuple(tables[t].num_nodes for t in types.node_types)
     offsets = dict(zip(types.node_types, np.concatenate([[0], np.cumsum(counts)]).tolist(), strict=False))
-    src, dst, rel = [], [], []
+    src, dst = [], []
     for r, (relation, spec) in enumerate(zip(types.relations, options.relations, strict=True)):
         s, d = tables[relation.src], tables[relation.dst]
         rows = read_edge_rows(dataclasses.replace(options, edges=spec["edges"]), s.keys, s.num_nodes,
@@ -51,14 +51,7 @@ def load_typed_files(name: str, options) -> Graph:
             a, b = keys // d.num_nodes, keys % d.num_nodes
         src.append(a + offsets[relation.src])
         dst.append(b + offsets[relation.dst])
-        rel.append(np.full(a.shape[0], r, np.int16))
-    if options.reverse_relations:
-        originals = len(types.relations)
-        types, of = types.with_reverses()
-        for i, r in enumerate(of):  # relation originals + i is relation r's reverse
-            src.append(dst[r])
-            dst.append(src[r])
-            rel.append(np.full(src[r].shape[0], originals + i, np.int16))
+    types, src, dst, relation = typed_edges(types, src, dst, options.reverse_relations)
     target = tables[types.target]
     n = sum(counts)
     first = offsets[types.target]
@@ -75,17 +68,17 @@ def load_typed_files(name: str, options) -> Graph:
     num_classes = len(target.class_names) if target.class_names is not None else int(target.labels.max()) + 1
     extra = {"class_names": target.class_names} if target.class_names is not None else {}
     if types.homogeneous:  # one type, one relation: the homogeneous graph it is, features and all
-        return Graph(name=name, src=src[0], dst=dst[0], features=target.features, labels=labels,
+        return Graph(name=name, src=src, dst=dst, features=target.features, labels=labels,
                      train_mask=full["train"], val_mask=full["val"], test_mask=full["test"], num_classes=num_classes,
                      info={"node_tables": {t: str(p) for t, p in options.node_tables.items()}, **extra},
                      node_keys=target.keys)
     return Graph(
-        name=name, src=np.concatenate(src), dst=np.concatenate(dst), features=np.empty((n, 0), np.float32),
+        name=name, src=src, dst=dst, features=np.empty((n, 0), np.float32),
         labels=labels, train_mask=full["train"], val_mask=full["val"], test_mask=full["test"],
         num_classes=num_classes,
         info={"node_tables": {t: str(p) for t, p in options.node_tables.items()},
               "relations": [{**r, "edges": str(r["edges"])} for r in options.relations],
               "reverse_relations": options.reverse_relations, **extra},
-        node_keys=target.keys, types=types, type_counts=counts, relation=np.concatenate(rel),
+        node_keys=target.keys, types=types, type_counts=counts, relation=relation,
         type_features=tuple(None if tables[t].features.shape[1] == 0 else tables[t].features
                             for t in types.node_types))
