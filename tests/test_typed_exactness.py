@@ -18,7 +18,7 @@ from sylvie.partition.stage import partition_dataset
 
 pytestmark = pytest.mark.slow
 
-ARCHS = ("rgcn", "rgcn-bases", "rgat")
+ARCHS = ("rgcn", "rgcn-bases", "rgat", "rgat-noloop")
 
 
 @pytest.fixture(scope="module")
@@ -52,11 +52,11 @@ def our_steps(typed_partitions, tmp_path_factory):
 
 def one_process(graph, name, states):
     """Loss and gradients of the whole graph in one process, float64, from each of ``states``."""
-    arch, _, bases = name.partition("-")
+    arch, _, variant = name.partition("-")
     tb = whole_graph_typed_block(graph.types, graph.node_counts, graph.src, graph.dst, graph.relation)
     model = TypedGNN(arch, graph.types, graph.feature_widths, hidden=8, num_classes=graph.num_classes, layers=2,
-                     dropout=0.0, heads=2, num_bases=2 if bases else None, embedding_rows=graph.node_counts,
-                     embedding_width=12).double()
+                     dropout=0.0, heads=2, num_bases=2 if variant == "bases" else None,
+                     embedding_rows=graph.node_counts, embedding_width=12, self_loop=variant != "noloop").double()
     papers = graph.node_counts[graph.types.target_index]
     x = [None if f is None else torch.tensor(f).double() for f in graph.type_features]
     y = torch.tensor(graph.labels[:papers])

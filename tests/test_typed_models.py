@@ -166,12 +166,15 @@ def dgl_gat(ours_conv, in_src, in_dst, out, heads):
 
 
 @pytest.mark.parametrize("path", PATHS)
-def test_rgat_layer_matches_dgl_heterograph_conv(path):
+@pytest.mark.parametrize("self_loop", [True, False])
+def test_rgat_layer_matches_dgl_heterograph_conv(path, self_loop):
+    """DGL's HeteroGraphConv of GATConvs, plus x_v W_loop[type] (computed here by hand) with the self-loop."""
     src, dst, rel = typed_graph()
     tb = whole_graph_typed_block(TYPES, COUNTS, src, dst, rel)
     heads, out = 2, 3
     ends = [TYPES.ends(r) for r in range(len(TYPES.relations))]
-    ours = RelGATConv(WIDTHS, out, heads, ends).double()
+    ours = RelGATConv(WIDTHS, out, heads, ends, self_loop=self_loop).double()
+    assert (ours.loop_weight is not None) == self_loop
     with torch.no_grad():
         for conv in ours.convs:
             conv.bias.uniform_(-1, 1)
@@ -181,6 +184,10 @@ def test_rgat_layer_matches_dgl_heterograph_conv(path):
                               for r, rel_ in enumerate(TYPES.relations)}, aggregate="sum")
     xs2 = [x.detach().clone().requires_grad_() for x in xs]
     want = theirs(dgl_graph(TYPES, COUNTS, src, dst, rel), dict(zip(TYPES.node_types, xs2, strict=True)))
+    loops = [w.detach().clone().requires_grad_() for w in ours.loop_weight] if self_loop else None
+    if self_loop:
+        want = {name: want[name] + (xs2[t] @ loops[t]).view(-1, heads, out)
+                for t, name in enumerate(TYPES.node_types)}
     w = [torch.randn(n, heads, out, dtype=torch.float64) for n in COUNTS]
     for t, name in enumerate(TYPES.node_types):
         close(got[t], want[name], f"output of {name}")
@@ -188,6 +195,8 @@ def test_rgat_layer_matches_dgl_heterograph_conv(path):
     sum((want[n] * w[t]).sum() for t, n in enumerate(TYPES.node_types)).backward()
     for t in range(3):
         close(xs[t].grad, xs2[t].grad, f"input gradient of {TYPES.node_types[t]}")
+        if self_loop:
+            close(ours.loop_weight[t].grad, loops[t].grad, f"self-loop weight gradient of {TYPES.node_types[t]}")
     for r, relation in enumerate(TYPES.relations):
         mine, theirs_r = ours.convs[r], theirs.mods[relation.name]
         fc = theirs_r.fc if mine.fc_dst is None else theirs_r.fc_src
@@ -196,6 +205,11 @@ def test_rgat_layer_matches_dgl_heterograph_conv(path):
             close(mine.fc_dst.weight.grad, theirs_r.fc_dst.weight.grad, f"fc_dst gradient of {relation}")
         for p in ("attn_l", "attn_r", "bias"):
             close(getattr(mine, p).grad, getattr(theirs_r, p).grad, f"{p} gradient of {relation}")
+
+
+def loop(conv, t: int, x: torch.Tensor):
+    """The self-loop term x W_loop[t] of ``conv`` (0 without the self-loop weight)."""
+    return 0 if conv.loop_weight is None else x @ conv.loop_weight[t]
 
 
 def dgl_stack(model: TypedGNN, g, xs: dict, arch: str, layers: int):
@@ -211,26 +225,31 @@ def dgl_stack(model: TypedGNN, g, xs: dict, arch: str, layers: int):
         if arch == "rgcn":
             mods = dgl_rgcn_layer(types, [widths[n] for n in types.node_types], conv.out_feats, conv)
             msgs = mods(g, h)
-            out = {n: msgs.get(n, 0) + h[n] @ conv.loop_weight[t] + conv.bias for t, n in enumerate(types.node_types)}
+            out = {n: msgs.get(n, 0) + loop(conv, t, h[n]) + conv.bias for t, n in enumerate(types.node_types)}
         else:
             mods = HeteroGraphConv({rel.name: dgl_gat(conv.convs[r], widths[rel.src], widths[rel.dst],
                                                       conv.out_feats, conv.num_heads)
                                     for r, rel in enumerate(types.relations)}, aggregate="sum")
-            out = {n: (y.mean(1) if last else y.flatten(1)) for n, y in mods(g, h).items()}
+            msgs = mods(g, h)
+            out = {n: msgs[n] + (0 if conv.loop_weight is None else loop(conv, t, h[n]).view(msgs[n].shape))
+                   for t, n in enumerate(types.node_types) if n in msgs}
+            out = {n: (y.mean(1) if last else y.flatten(1)) for n, y in out.items()}
         h = out if last else {n: (F.elu(y) if arch == "rgat" else F.relu(y)) for n, y in out.items()}
     return h[types.target]
 
 
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("arch", ["rgcn", "rgat"])
-def test_stack_with_an_embedding_table_matches_dgl(path, arch):
+@pytest.mark.parametrize("self_loop", [True, False])
+def test_stack_with_an_embedding_table_matches_dgl(path, arch, self_loop):
     """Three layers, dropout off; ``field`` has no features: its embedding rows get their gradients."""
     src, dst, rel = typed_graph()
     tb = whole_graph_typed_block(TYPES, COUNTS, src, dst, rel)
     widths = (5, 3, None)
     torch.manual_seed(0)
     model = TypedGNN(arch, TYPES, widths, hidden=4, num_classes=3, layers=3, dropout=0.0, heads=2,
-                     embedding_rows=COUNTS).double()
+                     embedding_rows=COUNTS, self_loop=self_loop).double()
+    assert all((conv.loop_weight is not None) == self_loop for conv in model.convs)
     xs = features((5, 3), COUNTS[:2]) + [None]
     got = run(path, lambda: model(tb, xs))
     assert got.shape == (COUNTS[0], 3)

@@ -5,8 +5,8 @@
 a weight per relation (``weight[r]``, of the relation's source type's input width), or, with ``num_bases``, each
 relation's weight a combination of shared bases (``W_r = sum_b coeff[r, b] V_b``; the source types then share one
 width); a self-loop weight per node type (one per type as the types' widths may differ: on a graph of one type it is
-DGL's ``RelGraphConv``'s ``loop_weight``); one bias. A destination type that no relation reaches gets its
-self-loop and the bias.
+DGL's ``RelGraphConv``'s ``loop_weight``; ``self_loop=False`` leaves it out, as DGL's does); one bias. A destination
+type that no relation reaches gets its self-loop and the bias.
 
 Each relation's sum runs on ``ops.aggregate`` (our CPU kernels, PyTorch's sparse product elsewhere), the weight
 applied after the mean where the layer widens or keeps its width, before it where it narrows (the mean and the
@@ -23,9 +23,10 @@ from sylvie.models.typed_block import TypedBlock
 
 class RelGraphConv(nn.Module):
     def __init__(self, in_widths: tuple[int, ...], out_feats: int, relation_ends: list[tuple[int, int]],
-                 num_bases: int | None = None, bias: bool = True):
+                 num_bases: int | None = None, bias: bool = True, self_loop: bool = True):
         """``in_widths``: the input width of each node type; ``relation_ends``: (source type, destination type)
-        of each relation; ``num_bases``: basis decomposition with this many bases (None: a weight per relation)."""
+        of each relation; ``num_bases``: basis decomposition with this many bases (None: a weight per relation);
+        ``self_loop``: the self-loop weight (DGL's ``RelGraphConv(self_loop=...)``)."""
         super().__init__()
         self.in_widths, self.out_feats, self.ends = tuple(in_widths), out_feats, list(relation_ends)
         self.num_bases = num_bases
@@ -42,7 +43,8 @@ class RelGraphConv(nn.Module):
         else:
             self.weight = nn.ParameterList(nn.Parameter(torch.empty(self.in_widths[s], out_feats))
                                            for s, _ in self.ends)
-        self.loop_weight = nn.ParameterList(nn.Parameter(torch.empty(w, out_feats)) for w in self.in_widths)
+        self.loop_weight = nn.ParameterList(nn.Parameter(torch.empty(w, out_feats))
+                                            for w in self.in_widths) if self_loop else None
         self.bias = nn.Parameter(torch.empty(out_feats)) if bias else None
         self.reset_parameters()
 
@@ -50,7 +52,7 @@ class RelGraphConv(nn.Module):
         """DGL's ``RelGraphConv`` initialisation: xavier-uniform with the ReLU gain, zero bias."""
         gain = nn.init.calculate_gain("relu")
         weights = [self.bases, self.coeff] if self.weight is None else list(self.weight)
-        for w in weights + list(self.loop_weight):
+        for w in weights + list(self.loop_weight or ()):
             nn.init.xavier_uniform_(w, gain=gain)
         if self.bias is not None:
             nn.init.zeros_(self.bias)
@@ -72,15 +74,20 @@ class RelGraphConv(nn.Module):
                 out.append(None)
                 continue
             x = xs[d]
-            h = torch.matmul(x if x.shape[0] == n else x[:n], self.loop_weight[d])
+            h = None
+            if self.loop_weight is not None:
+                h = torch.matmul(x if x.shape[0] == n else x[:n], self.loop_weight[d])
             for r in tb.into(d):
                 s = self.ends[r][0]
                 block, w = tb.relations[r], weights[r]
                 scale = mean_scale(block, xs[s].dtype)
                 if w.shape[0] > w.shape[1]:
-                    h = h + aggregate(block, torch.matmul(xs[s], w), None, scale, "mean")
+                    y = aggregate(block, torch.matmul(xs[s], w), None, scale, "mean")
                 else:
-                    h = h + torch.matmul(aggregate(block, xs[s], None, scale, "mean"), w)
+                    y = torch.matmul(aggregate(block, xs[s], None, scale, "mean"), w)
+                h = y if h is None else h + y
+            if h is None:
+                h = x.new_zeros((n, self.out_feats))
             out.append(h + self.bias if self.bias is not None else h)
         return out
 

@@ -36,13 +36,15 @@ class TypedGNN(nn.Module):
     def __init__(self, arch: str, types: GraphTypes, in_widths: tuple[int | None, ...], hidden: int,
                  num_classes: int, layers: int = 2, dropout: float = 0.5, heads: int = 4,
                  num_bases: int | None = None, embedding_rows: tuple | None = None,
-                 embedding_width: int | None = None, embedding_seed: int = 0):
+                 embedding_width: int | None = None, embedding_seed: int = 0, self_loop: bool = True):
         """``in_widths``: each node type's feature width, None for a type without features, which gets an
         embedding table of ``embedding_width`` columns (default: the widest feature width, or ``hidden`` where no
         type has features) whose rows are its destinations: ``embedding_rows[t]``, their number (every node of the
         type), or the type's ids of this rank's nodes of the type (an array). A row starts as a function of
         ``embedding_seed``, its type and its id alone (``embedding_init``), so that a table partitioned over ranks
-        starts as it does whole; its weight is marked ``rank_local`` (its gradient is not summed over ranks)."""
+        starts as it does whole; its weight is marked ``rank_local`` (its gradient is not summed over ranks).
+        ``self_loop``: every layer's self-loop weight per node type (``x_v W_loop[type]``; the config's
+        ``model.self_loop``)."""
         super().__init__()
         if arch not in TYPED_ARCHS:
             raise ValueError(f"unknown typed model arch '{arch}'; choose one of {', '.join(TYPED_ARCHS)}")
@@ -72,10 +74,10 @@ class TypedGNN(nn.Module):
             last = i == layers - 1
             d_out = num_classes if last else hidden
             if arch == "rgcn":
-                conv = RelGraphConv(widths, d_out, ends, num_bases)
+                conv = RelGraphConv(widths, d_out, ends, num_bases, self_loop=self_loop)
             else:
                 conv = RelGATConv(widths, d_out, 1 if last else heads, ends, feat_drop=dropout if i == 0 else 0.0,
-                                  attn_drop=dropout)
+                                  attn_drop=dropout, self_loop=self_loop)
             self.convs.append(conv)
             widths = (hidden * heads if arch == "rgat" else hidden,) * len(widths)
         self.dropout = Dropout(dropout)
@@ -163,6 +165,7 @@ def build_typed_model(model, types: GraphTypes, in_widths, num_classes: int, emb
     graph cannot take."""
     try:
         return TypedGNN(model.arch, types, tuple(in_widths), model.hidden, num_classes, model.layers, model.dropout,
-                        model.heads, model.num_bases, tuple(embedding_rows), model.embedding_width, seed)
+                        model.heads, model.num_bases, tuple(embedding_rows), model.embedding_width, seed,
+                        model.self_loop)
     except ValueError as e:
         raise SylvieError(f"model: {e}") from None
