@@ -8,11 +8,12 @@ weights, the same threads, measured in the same run.
 DGL's model is the one DGL's own heterogeneous R-GCN example builds: per layer ``HeteroGraphConv`` of a
 ``GraphConv(norm="right")`` per relation (a mean over each relation's in-edges), summed, plus a self-loop weight and
 a bias; authors, institutions and fields of study as ``nn.Embedding`` tables; R-GAT: ``HeteroGraphConv`` of a
-``GATConv`` per relation (MLPerf's). Both 2 layers, float32, dropout 0 (dropout's masks differ between the two),
-Adam lr 0.01, embeddings as wide as the papers' features (128, as DGL's ogbn-mag example); an epoch is the forward
-pass over every node, the loss over the training papers, the backward pass and the optimiser's step. The first
-``--warm-up`` epochs are not counted (DGL builds its per-relation graphs' formats in the first); a cell is the
-median of the others, each implementation's epochs interleaved with the other's.
+``GATConv`` per relation (MLPerf's) plus the self-loop weight (``x_v W_loop``, as ours). Both 2 layers, float32,
+dropout 0 (dropout's masks differ between the two), Adam lr 0.01, embeddings as wide as the papers' features (128,
+as DGL's ogbn-mag example); an epoch is the forward pass over every node, the loss over the training papers, the
+backward pass and the optimiser's step. The first ``--warm-up`` epochs are not counted (DGL builds its per-relation
+graphs' formats in the first); a cell is the median of the others, each implementation's epochs interleaved with the
+other's.
 """
 import argparse
 import statistics
@@ -59,8 +60,8 @@ class DGLTyped(nn.Module):
                     m.bias.data.copy_(c.bias.detach())
                 mods[rel.name] = m
             self.layers.append(dglnn.HeteroGraphConv(mods, aggregate="sum"))
+            self.loops.append(nn.ParameterList(nn.Parameter(w.detach().clone()) for w in conv.loop_weight))
             if ours.arch == "rgcn":
-                self.loops.append(nn.ParameterList(nn.Parameter(w.detach().clone()) for w in conv.loop_weight))
                 self.biases.append(nn.Parameter(conv.bias.detach().clone()))
 
     def forward(self, g, x: dict):
@@ -72,6 +73,8 @@ class DGLTyped(nn.Module):
                 out = {t: out.get(t, 0) + h[t] @ self.loops[i][j] + self.biases[i]
                        for j, t in enumerate(self.types.node_types)}
             else:
+                kinds = self.types.node_types
+                out = {t: (y + (h[t] @ self.loops[i][kinds.index(t)]).view(y.shape)) for t, y in out.items()}
                 out = {t: (y.mean(1) if last else y.flatten(1)) for t, y in out.items()}
             h = out if last else {t: (F.elu(y) if self.arch == "rgat" else F.relu(y)) for t, y in out.items()}
         return h[self.types.target]
