@@ -9,12 +9,12 @@ no relation reaches gets its self-loop term (zeros without one).
 Why the self-loop weight. Without it a node's own row reaches its output only through its attention scores (and
 through its neighbours' rows at the next layer), so its output is made of its neighbours' rows alone; on a rank,
 most of those are halo rows, and under 1-bit exchange all of those are quantized. Measured on the mag preset at
-48,494 nodes (4 METIS parts, 2 halo rows per inner row; R-GAT 2 x (4 x 16), dropout 0.5, Adam 0.01, 60 epochs, seed
-0, test accuracy at the best validation epoch): without it fp32 synchronous 33.9%, 1-bit synchronous 10.8%, 1-bit
-pipelined 11.0% (nothing learnt); with it fp32 synchronous 33.3%, 1-bit pipelined 24.6% (and 28.7% with
-``comm.smoothing`` 0.8). DGL's and PyG's ``GATConv`` offer the same term as their ``residual`` option; MLPerf's
-reference instead adds self-loop edges to its paper-cites-paper relation, which here cost accuracy (fp32
-synchronous 19.4% against 33.9%).
+48,494 nodes (4 METIS parts, 2 halo rows per inner row; R-GAT 2 x (4 x 16), Adam 0.01, 60 epochs, seed 0, test
+accuracy at the best validation epoch): at dropout 0.5 and weight decay 5e-4, 1-bit synchronous without it 10.8%
+(nothing learnt), 1-bit pipelined with it 24.6% (fp32 synchronous with it 33.3%); config/mag.yaml's R-GAT (dropout
+0.2, as MLPerf's; no weight decay), fp32 synchronous / 1-bit pipelined: without it 33.9% / 11.0% at dropout 0.5,
+with it 45.0% / 45.2%. DGL's and PyG's ``GATConv`` offer the same term as their ``residual`` option; MLPerf's
+reference adds self-loop edges to its paper-cites-paper relation instead.
 """
 from __future__ import annotations
 
