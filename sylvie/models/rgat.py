@@ -51,15 +51,15 @@ class RelGATConv(nn.Module):
                 out.append(None)
                 continue
             h = None
+            dst_rows = xs[d][:n]  # its destinations: the first of its sources (all of them in a whole graph)
             for r in tb.into(d):
                 s = self.ends[r][0]
                 block = tb.relations[r]
-                feat = xs[s] if block.dst_in_src else (xs[s], xs[d] if xs[d].shape[0] == n else xs[d][:n])
+                feat = xs[s] if block.dst_in_src else (xs[s], dst_rows)
                 y = self.convs[r](block, feat)
                 h = y if h is None else h + y
             if self.loop_weight is not None:
-                x = xs[d] if xs[d].shape[0] == n else xs[d][:n]
-                loop = torch.matmul(x, self.loop_weight[d]).view(n, self.num_heads, self.out_feats)
+                loop = torch.matmul(dst_rows, self.loop_weight[d]).view(n, self.num_heads, self.out_feats)
                 h = loop if h is None else h + loop
             if h is None:
                 h = xs[d].new_zeros((n, self.num_heads, self.out_feats))

@@ -76,7 +76,7 @@ class RelGraphConv(nn.Module):
             x = xs[d]
             h = None
             if self.loop_weight is not None:
-                h = torch.matmul(x if x.shape[0] == n else x[:n], self.loop_weight[d])
+                h = torch.matmul(x[:n], self.loop_weight[d])  # its destinations: the first of its sources
             for r in tb.into(d):
                 s = self.ends[r][0]
                 block, w = tb.relations[r], weights[r]
