@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import copy
 import dataclasses
+import hashlib
 import json
 import math
 import shlex
@@ -116,7 +117,15 @@ class Run:
     def vip_id(self) -> str:
         """The VIP analysis a sampled run needs, named by what shapes it: fanouts and batch size."""
         s = self.sampling
-        return f"f{'-'.join(map(str, s.fanouts))}-b{s.batch_size}"
+        return f"f{fanouts_id(s.fanouts)}-b{s.batch_size}"
+
+
+def fanouts_id(fanouts) -> str:
+    """A short name of a fanouts setting for a directory name: ``15-10-5``, or where a hop's fanouts are a map per
+    relation, ``m`` and a hash of the whole setting."""
+    if all(not isinstance(f, dict) for f in fanouts):
+        return "-".join(map(str, fanouts))
+    return "m" + hashlib.sha256(json.dumps(list(fanouts), sort_keys=True).encode()).hexdigest()[:10]
 
 
 def resolve_regime(balance: str, train_mode: str | None = None) -> str:
@@ -315,7 +324,18 @@ def _json_object(text: str) -> dict:
     return value
 
 
+def _integer_or_object(text: str) -> int | dict:
+    """An item that is a number or a JSON object (``--fanouts 15 '{"cites": 10, "writes": 5}' 5``)."""
+    return _json_object(text) if text.lstrip().startswith("{") else int(text)
+
+
 _TYPES = {"integer": int, "number": float, "string": str, "object": _json_object}
+
+
+def _item_type(items: dict):
+    kinds = items.get("type") or [k["type"] for k in items.get("oneOf", [])]
+    kinds = kinds if isinstance(kinds, list) else [kinds]
+    return _integer_or_object if sorted(kinds) == ["integer", "object"] else _TYPES[kinds[0]]
 _GIVEN = "_given_flags"  # attribute of the parsed arguments: dest -> the option string the user wrote
 
 
@@ -361,7 +381,7 @@ def add_section_arguments(parser: argparse.ArgumentParser, section: str, skip: t
         if kind == "boolean":
             group.add_argument(flag, action=_BooleanOptional, **kwargs)
         elif kind == "array":  # e.g. --fanouts 15 10 5
-            group.add_argument(flag, action=_Store, type=_TYPES[spec["items"]["type"]], nargs="+",
+            group.add_argument(flag, action=_Store, type=_item_type(spec["items"]), nargs="+",
                                metavar=key.upper(), **kwargs)
         else:
             metavar = None if "enum" in spec else key.upper()  # choices show themselves

@@ -84,6 +84,21 @@ class GraphTypes:
         rel = self.relations[r]
         return self.type_index(rel.src), self.type_index(rel.dst)
 
+    def reverse_index(self) -> list[int]:
+        """For each relation, the index of its reverse among the relations (``Relation.reverse``, or the relation
+        a ``rev-`` one reverses), or -1 where the graph has none; a homogeneous graph's one relation is its own (an
+        undirected graph holds both directions of every edge in it)."""
+        if self.homogeneous:
+            return [0]
+        index = {r: i for i, r in enumerate(self.relations)}
+        out = []
+        for r in self.relations:
+            partner = r.reverse()
+            if partner not in index and r.name.startswith(REVERSE_PREFIX):
+                partner = r.reverse_of()
+            out.append(index.get(partner, -1))
+        return out
+
     def with_reverses(self) -> tuple[GraphTypes, list[int]]:
         """These types with each relation's reverse (``Relation.reverse``) added after the relations, except where
         the graph has it already; and for each added relation, the index of the relation it reverses."""

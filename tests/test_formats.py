@@ -209,7 +209,7 @@ def test_a_partition_manifest_of_another_version_or_edited_is_named(tmp_path):
     m["format_version"] = 1
     m["checksum"] = manifest_checksum(m)
     path.write_text(json.dumps(m))
-    with pytest.raises(SylvieError, match=re.escape(f"{path}: format_version 1, this sylvie reads 2, 3 and 4; rerun "
+    with pytest.raises(SylvieError, match=re.escape(f"{path}: format_version 1, this sylvie reads 2, 3, 4 and 5; rerun "
                                                     "`sylvie partition`")):
         read_manifest(tmp_path)
     m["format_version"], m["id_bits"] = 3, 16

@@ -169,7 +169,7 @@ def test_a_typed_partition_holds_every_edge_with_its_relation_and_every_types_ro
     from sylvie.partition.stage import partition_dataset
     save_graph(mag, tmp_path / "g", source="synthetic")
     manifest = partition_dataset(tmp_path / "g", tmp_path / "p", parts=3, method=method, progress=False)
-    assert manifest["format_version"] == 4 and manifest["types"] == mag.types.to_json()
+    assert manifest["format_version"] == 5 and manifest["types"] == mag.types.to_json()
     if method == "metis":
         balance = manifest["balance"]["constraints"]
         assert [c for c in balance if c.startswith("nodes:")] == [f"nodes:{t}" for t in mag.types.node_types]

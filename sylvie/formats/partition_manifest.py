@@ -26,8 +26,10 @@ Version history (of the whole partition format; bump it when the shards' layout 
 2: the manifest carries a checksum of its own; 3: node ids 32-bit where they fit (``id_bits``), half the bytes of a
 shard's edge lists and of the topology's sources; 4: a typed graph's partition (``types``, ``type_counts`` and
 ``feature_widths`` of the graph, ``type_counts`` of each part's inner rows; the shards' features per node type and
-their edges' relations: ``sylvie.partition.shard_format``). A homogeneous graph's partition is still written as
-version 3, which versions before typed graphs read. Version 2 partitions are still read (as 64-bit ids); any other
+their edges' relations: ``sylvie.partition.shard_format``); 5: a typed graph's topology also holds each in-edge's
+relation (``in_relation``), ordered by destination, relation, source, which the typed neighbour sampler and VIP need
+(version 4 typed partitions still train full-graph). A homogeneous graph's partition is still written as version 3,
+which versions before typed graphs read. Version 2 partitions are still read (as 64-bit ids); any other
 version is refused: rerun ``sylvie partition``.
 """
 from __future__ import annotations
@@ -42,8 +44,8 @@ from sylvie.graph_types import HOMOGENEOUS
 from sylvie.output_dir import identify
 
 FORMAT_VERSION = 3
-TYPED_FORMAT_VERSION = 4  # a typed graph's partition
-READS = (2, 3, 4)  # the versions this sylvie reads (2: every id 64-bit)
+TYPED_FORMAT_VERSION = 5  # a typed graph's partition (4: its topology without relations)
+READS = (2, 3, 4, 5)  # the versions this sylvie reads (2: every id 64-bit)
 MANIFEST = "manifest.json"
 # what reading a partition needs of the manifest
 _REQUIRED = ("num_parts", "num_features", "num_classes", "num_train", "dataset_fingerprint", "parts")

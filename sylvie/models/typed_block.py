@@ -6,7 +6,9 @@ whole graph: every node of type t, both). Relation r = (s, name, d) is a ``Block
 rows and whose destinations are type d's destination rows: for s == d the destinations are the first sources, as
 in a homogeneous block; for s != d the block is bipartite (``Block.dst_in_src`` False).
 
-A homogeneous graph's typed block is its block as the one relation of the one type.
+A homogeneous graph's typed block is its block as the one relation of the one type. A sampled typed block (a
+minibatch's, ``sylvie.sampling.sampled_blocks``) also carries each type's source ids (``src_ids``, graph ids, its
+destinations first): the next hop's frontier, and for the first block the rows whose features are the input.
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ class TypedBlock:
     num_dst: tuple[int, ...]  # destination rows per node type
     num_src: tuple[int, ...]  # source rows per node type (the destinations first)
     relations: tuple[Block, ...]  # one per relation of ``types``, in its order
+    src_ids: tuple[torch.Tensor, ...] | None = None  # a sampled block's: per node type, its sources' graph ids
 
     def __post_init__(self):
         t = len(self.types.node_types)
@@ -48,3 +51,7 @@ class TypedBlock:
 
     def to(self, device) -> TypedBlock:
         return replace(self, relations=tuple(b.to(device) for b in self.relations))
+
+    @property
+    def num_edges(self) -> int:
+        return sum(b.num_edges for b in self.relations)

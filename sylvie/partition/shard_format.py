@@ -58,22 +58,33 @@ def _int_field(name: str, ids: pa.DataType) -> pa.Field:
     return pa.field(name, pa.large_list(ids if name in ID_COLUMNS else INT64))
 
 
-def topology_schema(ids: pa.DataType = INT64) -> pa.Schema:
+TOPOLOGY_RELATION = "in_relation"  # a typed graph's (partition format 5): each in-edge's relation
+
+
+def topology_schema(ids: pa.DataType = INT64, typed: bool = False) -> pa.Schema:
     """The replicated topology: one row of large lists (one contiguous, memory-mappable buffer each); ``ids``: the
-    width of its node ids."""
-    return pa.schema([_int_field(name, ids) for name in TOPOLOGY_COLUMNS])
+    width of its node ids; ``typed``: a typed graph's, with each in-edge's relation (int16)."""
+    fields = [_int_field(name, ids) for name in TOPOLOGY_COLUMNS]
+    if typed:
+        fields.append(pa.field(TOPOLOGY_RELATION, pa.large_list(pa.int16())))
+    return pa.schema(fields)
 
 
 @dataclass
 class Topology:
     """The whole graph's in-edges in the partition's id space: part k owns ids ``part_offsets[k]`` up to
     ``part_offsets[k + 1]``, in the order of its shard's inner rows, so owner and local row of any node are O(1).
-    ``in_src[in_indptr[v]:in_indptr[v + 1]]`` are the sources of v's in-edges (ascending);
-    ``original_id[v]`` is v's id in the canonical graph. Arrays are read-only views of the memory-mapped file."""
+    ``in_src[in_indptr[v]:in_indptr[v + 1]]`` are the sources of v's in-edges (ascending; a typed graph's by
+    relation, then source, ``in_relation`` giving each one's relation); ``original_id[v]`` is v's id in the canonical
+    graph. Arrays are read-only views of the memory-mapped file. A typed graph's ``types`` and ``type_offsets`` (the
+    canonical graph's first id of each type, then its node count) give each node's type (``node_type``)."""
     in_indptr: np.ndarray
     in_src: np.ndarray
     original_id: np.ndarray
     part_offsets: np.ndarray
+    in_relation: np.ndarray | None = None
+    types: GraphTypes = HOMOGENEOUS
+    type_offsets: np.ndarray | None = None
 
     @property
     def num_nodes(self) -> int:
@@ -84,6 +95,12 @@ class Topology:
 
     def local_index(self, ids: np.ndarray) -> np.ndarray:
         return ids - self.part_offsets[self.owner(ids)]
+
+    def node_type(self, ids: np.ndarray) -> np.ndarray:
+        """The node type (index in ``types.node_types``) of nodes ``ids``."""
+        if self.type_offsets is None:
+            return np.zeros(np.shape(ids), np.int64)
+        return np.searchsorted(self.type_offsets, self.original_id[ids], side="right") - 1
 
 
 INT_COLUMNS = ("global_id", "label", "in_degree", "out_degree", "edge_src", "edge_dst",

@@ -17,7 +17,6 @@ from sylvie.partition.shard_format import (
     INT_COLUMNS,
     MASK_COLUMNS,
     RELATION_COLUMN,
-    TOPOLOGY_COLUMNS,
     TOPOLOGY_FILE,
     Shard,
     Topology,
@@ -109,8 +108,17 @@ def read_topology(part_dir: str | Path, manifest: dict | None = None) -> Topolog
         raise SylvieError(f"{part_dir}: has no replicated topology ({TOPOLOGY_FILE}), which sampled training and "
                           f"`sylvie vip` need; an older `sylvie partition` wrote it: rerun `sylvie partition`")
     path = part_dir / entry["file"]
-    batch = _verified_batch(path, entry["sha256"], "topology file", topology_schema(id_bits_type(manifest["id_bits"])))
-    cols = {name: as_numpy(batch.column(name).values) for name in TOPOLOGY_COLUMNS}
+    typed = "types" in manifest
+    if typed and manifest["format_version"] < 5:
+        raise SylvieError(f"{part_dir}: a typed graph's partition of format {manifest['format_version']}, whose "
+                          f"topology has no relations, which sampled training and `sylvie vip` need; rerun "
+                          f"`sylvie partition`")
+    schema = topology_schema(id_bits_type(manifest["id_bits"]), typed=typed)
+    batch = _verified_batch(path, entry["sha256"], "topology file", schema)
+    cols = {name: as_numpy(batch.column(name).values) for name in schema.names}
+    if typed:
+        cols.update(types=GraphTypes.from_json(manifest["types"], str(part_dir / "manifest.json")),
+                    type_offsets=np.concatenate([[0], np.cumsum(manifest["type_counts"])]).astype(np.int64))
     topo = Topology(**cols, part_offsets=np.asarray(entry["part_offsets"], dtype=np.int64))
     if topo.num_nodes != manifest["num_nodes"] or topo.in_src.shape[0] != manifest["num_edges"]:
         raise SylvieError(f"{path}: {topo.num_nodes} nodes and {topo.in_src.shape[0]} edges, the manifest says "

@@ -13,6 +13,7 @@ from tqdm import tqdm
 from sylvie.atomic import HashingFile, atomic_path
 from sylvie.data.edge_form import stored_undirected
 from sylvie.data.graph import Graph, degrees
+from sylvie.errors import SylvieError
 from sylvie.formats.partition_manifest import write_manifest
 from sylvie.output_dir import PARTITION
 from sylvie.partition.part_edges import PartEdges, part_edges
@@ -22,6 +23,7 @@ from sylvie.partition.shard_format import (
     MASK_COLUMNS,
     RELATION_COLUMN,
     TOPOLOGY_FILE,
+    TOPOLOGY_RELATION,
     feat_column,
     id_type,
     shard_schema,
@@ -96,7 +98,21 @@ def _topology_columns(graph: Graph, assign: np.ndarray, local_of: np.ndarray, co
     original[new_id] = np.arange(n)
     # by destination, sources ascending: one sort of the keys destination * n + source (a lexsort of the two
     # columns took several times longer), each source the remainder of its key
-    if undirected:  # every row is there in order already: renumbered without a sort
+    typed = {}
+    if graph.typed:  # by destination, then relation, then source: one relation's in-edges of a node are a range
+        num_rel = len(graph.types.relations)
+        if n * n * num_rel >= 2 ** 63:
+            raise SylvieError(f"{graph.name}: {n:,} nodes and {num_rel} relations are too many for the typed "
+                              f"topology's sort key")
+        key = new_id[graph.dst] * num_rel
+        key += graph.relation
+        key *= n
+        key += new_id[graph.src]
+        key.sort()
+        in_src = np.remainder(key, n)
+        key //= n
+        typed = {TOPOLOGY_RELATION: np.remainder(key, num_rel).astype(np.int16)}
+    elif undirected:  # every row is there in order already: renumbered without a sort
         in_src = in_sources_in_new_order(in_deg, graph.dst, assign, new_id, original)
     else:
         key = new_id[graph.dst]
@@ -105,14 +121,14 @@ def _topology_columns(graph: Graph, assign: np.ndarray, local_of: np.ndarray, co
         key.sort()
         in_src = np.remainder(key, n, out=key)
     indptr = np.concatenate([[0], np.cumsum(in_deg[original])]).astype(np.int64)
-    return {"in_indptr": indptr, "in_src": in_src, "original_id": original}, part_offsets.tolist()
+    return {"in_indptr": indptr, "in_src": in_src, "original_id": original, **typed}, part_offsets.tolist()
 
 
 def _write_topology_of(path: Path, graph: Graph, assign: np.ndarray, local_of: np.ndarray, counts: np.ndarray,
                        in_deg: np.ndarray, undirected: bool) -> list:
     """Build and write ``topology.arrow``; returns the part offsets and its sha256."""
     columns, part_offsets = _topology_columns(graph, assign, local_of, counts, in_deg, undirected)
-    schema = topology_schema(id_type(graph.num_nodes))
+    schema = topology_schema(id_type(graph.num_nodes), typed=graph.typed)
     sha = _write_one_batch(path, schema, [_one_row(columns[field.name], field.type) for field in schema])
     return part_offsets, sha
 

@@ -44,13 +44,14 @@ def _below(x, m):
 
 
 @njit(cache=True, inline="always")
-def _pick_range(indptr, src, frontier, offsets, loop, hop_key, out, chosen, lo, hi):
+def _pick_range(indptr, stride, relation, src, frontier, offsets, loop, hop_key, out, chosen, lo, hi):
     """The picks of frontier vertices ``lo .. hi - 1`` into ``out`` (their slices by ``offsets``); ``chosen`` is
     scratch of at least the largest count."""
     for i in range(lo, hi):
         v, start = frontier[i], offsets[i]
-        k, first = offsets[i + 1] - start, indptr[v]
-        deg = indptr[v + 1] - first
+        at = v * stride + relation
+        k, first = offsets[i + 1] - start, indptr[at]
+        deg = indptr[at + 1] - first
         d = deg + loop
         if k == d:  # every in-edge (fanout at least the degree), in the topology's order
             for j in range(deg):
@@ -73,17 +74,18 @@ def _pick_range(indptr, src, frontier, offsets, loop, hop_key, out, chosen, lo, 
 
 
 @njit(cache=True, nogil=True)
-def _pick_serial(indptr, src, frontier, offsets, loop, hop_key, out, most):
+def _pick_serial(indptr, stride, relation, src, frontier, offsets, loop, hop_key, out, most):
     chosen = np.empty(most, np.int64)
-    _pick_range(indptr, src, frontier, offsets, loop, hop_key, out, chosen, 0, frontier.shape[0])
+    _pick_range(indptr, stride, relation, src, frontier, offsets, loop, hop_key, out, chosen, 0, frontier.shape[0])
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _pick_parallel(indptr, src, frontier, offsets, loop, hop_key, out, most):
+def _pick_parallel(indptr, stride, relation, src, frontier, offsets, loop, hop_key, out, most):
     n = frontier.shape[0]
     for c in prange((n + CHUNK - 1) // CHUNK):
         chosen = np.empty(most, np.int64)
-        _pick_range(indptr, src, frontier, offsets, loop, hop_key, out, chosen, c * CHUNK, min(n, (c + 1) * CHUNK))
+        _pick_range(indptr, stride, relation, src, frontier, offsets, loop, hop_key, out, chosen, c * CHUNK,
+                    min(n, (c + 1) * CHUNK))
 
 
 def hop_key(minibatch_key: int, hop: int) -> np.uint64:
@@ -91,21 +93,30 @@ def hop_key(minibatch_key: int, hop: int) -> np.uint64:
     return U64(mix64((minibatch_key + (hop + 1) * int(GOLDEN)) & MASK64))
 
 
+def relation_key(hop: np.uint64, relation: int) -> np.uint64:
+    """The key of one relation's draws at one hop (``hop``: ``hop_key(...)``); relation 0's is the hop's own, so a
+    homogeneous graph (one relation) draws as it always has."""
+    return U64(hop) if relation == 0 else U64(mix64((int(hop) + relation * int(GOLDEN)) & MASK64))
+
+
 def pick_neighbors(indptr: np.ndarray, src: np.ndarray, frontier: np.ndarray, fanout: int, key: np.uint64,
-                   self_loop: bool = False) -> tuple[np.ndarray, np.ndarray]:
+                   self_loop: bool = False, stride: int = 1, relation: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Each frontier vertex's picks: (offsets, picked), vertex i's sources ``picked[offsets[i]:offsets[i + 1]]``
-    (int64 ids). ``indptr``/``src``: in-edges by destination (CSC); ``key``: ``hop_key(...)``."""
+    (int64 ids). ``indptr``/``src``: in-edges by destination (CSC); ``key``: ``hop_key(...)``. A typed graph's
+    in-edges by (destination, relation): vertex v's edges of relation r are ``indptr[v * stride + r]`` up to
+    ``indptr[v * stride + r + 1]`` (``stride``: the number of relations), and ``relation`` picks among those."""
     if fanout < 1:
         raise ValueError(f"fanout must be at least 1, got {fanout}")
     frontier = np.ascontiguousarray(frontier, dtype=np.int64)
     loop = int(bool(self_loop))
-    counts = np.minimum(indptr[frontier + 1] - indptr[frontier] + loop, fanout)
+    at = frontier * stride + relation if stride != 1 or relation else frontier
+    counts = np.minimum(indptr[at + 1] - indptr[at] + loop, fanout)
     offsets = np.zeros(frontier.shape[0] + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
     out = np.empty(int(offsets[-1]), dtype=np.int64)
     kernel = (_pick_parallel if frontier.shape[0] >= PARALLEL_MIN_FRONTIER and numba.get_num_threads() > 1
               else _pick_serial)
-    kernel(indptr, src, frontier, offsets, loop, U64(key), out, max(1, int(counts.max(initial=0))))
+    kernel(indptr, stride, relation, src, frontier, offsets, loop, U64(key), out, max(1, int(counts.max(initial=0))))
     return offsets, out
 
 

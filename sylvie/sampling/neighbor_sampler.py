@@ -7,6 +7,13 @@ the rank's own part), its input vertices (the sources of the first block; the se
 ``fanouts`` in DGL's order (the first for the input layer), a self-loop per vertex when the model has one (drawn like
 any other in-edge). The picks are ``neighbor_picks``'s and the blocks ``sampled_blocks``'s.
 
+A typed graph (``typed_in_edges``: the topology's in-edges by destination and relation) is sampled per relation, as
+DGL's sampler samples a heterograph: at every hop each frontier vertex of relation r's destination type draws
+``fanouts[hop][r]`` of its in-edges of relation r, each relation from a random stream of its own
+(``relation_key``); the seeds are of the target type, and each hop is a ``TypedBlock`` (its input rows per node type,
+the first block's sources, type by type in ``input_nodes``). A homogeneous graph is the case of one relation: its
+draws are the same bits either way. A typed model (R-GCN, R-GAT) takes typed blocks of a homogeneous graph too.
+
 Every draw is a pure function of (seed, stream, epoch, rank, minibatch, hop, vertex): a minibatch is the same
 whatever thread samples it, with however many numba threads (``NUMBA_NUM_THREADS``, or ``numba.set_num_threads``
 in the sampling thread), in whatever order minibatches are drawn; so a resumed run and a run with another cache or
@@ -20,8 +27,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from sylvie.sampling.neighbor_picks import hop_key, pick_neighbors
-from sylvie.sampling.sampled_blocks import new_slot_map, sampled_block
+from sylvie.graph_types import HOMOGENEOUS, GraphTypes
+from sylvie.sampling.neighbor_picks import hop_key, pick_neighbors, relation_key
+from sylvie.sampling.sampled_blocks import new_slot_map, sampled_block, sampled_typed_block
 
 TRAINING, PRESAMPLING = 0, 1  # random streams: the training's epochs, and the simulation cache policy's
 
@@ -29,8 +37,28 @@ TRAINING, PRESAMPLING = 0, 1  # random streams: the training's epochs, and the s
 @dataclass
 class Minibatch:
     seeds: torch.Tensor  # ids of the vertices whose loss this batch computes
-    input_nodes: torch.Tensor  # ids of the first block's sources (their features are the input)
-    blocks: list
+    input_nodes: torch.Tensor  # ids of the first block's sources (their features are the input); typed: type by type
+    blocks: list  # Blocks, or TypedBlocks (a typed model's)
+
+    def input_counts(self) -> tuple[int, ...]:
+        """Input rows of each node type (typed blocks), or of the one type."""
+        first = self.blocks[0]
+        return tuple(first.num_src) if isinstance(first.num_src, tuple) else (first.num_src,)
+
+
+def typed_in_edges(in_indptr: np.ndarray, in_relation: np.ndarray | None, num_relations: int) -> np.ndarray:
+    """The in-edges' offsets by (destination, relation): v's edges of relation r are ``indptr[v * R + r]`` up to
+    ``indptr[v * R + r + 1]`` (R: ``num_relations``), for a topology ordered by destination, then relation
+    (``Topology.in_relation``); with one relation, ``in_indptr`` itself."""
+    if num_relations == 1:
+        return np.asarray(in_indptr, np.int64)
+    n = in_indptr.shape[0] - 1
+    dst = np.repeat(np.arange(n, dtype=np.int64), np.diff(in_indptr))
+    dst *= num_relations
+    dst += in_relation
+    out = np.zeros(n * num_relations + 1, dtype=np.int64)
+    np.cumsum(np.bincount(dst, minlength=n * num_relations), out=out[1:])
+    return out
 
 
 def batch_sizes(num_seeds: int, iterations: int) -> np.ndarray:
@@ -56,14 +84,24 @@ def minibatch_key(*parts: int) -> int:
 
 class NeighborSampler:
     """Minibatches of part ``rank``'s training vertices ``train_ids`` (ids in the partition's id space), over the
-    topology ``in_indptr``/``in_src`` (in-edges by destination)."""
+    topology ``in_indptr``/``in_src`` (in-edges by destination). A typed graph: ``types``, each in-edge's relation
+    ``in_relation`` (the topology ordered by destination, then relation) and per hop a fanout per relation
+    (``fanouts``: ``sylvie.sampling.fanouts.resolve_fanouts``'s); ``typed_blocks``: hops as ``TypedBlock``s
+    (always for a typed graph; for a homogeneous one, a typed model's)."""
 
-    def __init__(self, in_indptr: np.ndarray, in_src: np.ndarray, fanouts: list[int], train_ids: np.ndarray,
-                 iterations: int, seed: int, rank: int, self_loop: bool = False):
-        if any(int(f) < 1 for f in fanouts):
-            raise ValueError(f"sampling.fanouts must be at least 1 each, got {list(fanouts)}")
-        self.indptr, self.src = np.asarray(in_indptr, np.int64), in_src
-        self.fanouts, self.self_loop = [int(f) for f in fanouts], bool(self_loop)
+    def __init__(self, in_indptr: np.ndarray, in_src: np.ndarray, fanouts: list, train_ids: np.ndarray,
+                 iterations: int, seed: int, rank: int, self_loop: bool = False, *, types: GraphTypes = HOMOGENEOUS,
+                 in_relation: np.ndarray | None = None, typed_blocks: bool = False):
+        per_hop = [tuple(f) if isinstance(f, (tuple, list)) else (f,) * len(types.relations) for f in fanouts]
+        if any(len(f) != len(types.relations) or any(int(x) < 1 for x in f) for f in per_hop):
+            raise ValueError(f"sampling.fanouts must be at least 1 each, one per relation, got {list(fanouts)}")
+        if self_loop and (typed_blocks or not types.homogeneous):
+            raise ValueError("a typed model's self-loop is a weight of its own, not a sampled edge")
+        self.types, self.typed_blocks = types, typed_blocks or not types.homogeneous
+        self.stride = len(types.relations)
+        self.indptr = typed_in_edges(in_indptr, in_relation, self.stride)
+        self.src = in_src
+        self.fanouts, self.self_loop = [tuple(int(x) for x in f) for f in per_hop], bool(self_loop)
         self.train_ids = np.asarray(train_ids, np.int64)
         self.iterations, self.seed, self.rank = iterations, seed, rank
         self._scratch = threading.local()  # each sampling thread's relabelling map
@@ -80,14 +118,23 @@ class NeighborSampler:
         if slot is None:
             slot = self._scratch.slot = new_slot_map(self.indptr.shape[0] - 1)
         seeds = np.ascontiguousarray(seeds, dtype=np.int64)
-        frontier, blocks = seeds, []
+        types = self.types
+        frontiers = [np.zeros(0, np.int64)] * len(types.node_types)
+        frontiers[types.target_index] = seeds
+        blocks = []
         for hop, fanout in enumerate(reversed(self.fanouts)):  # from the seeds outwards
-            offsets, picked = pick_neighbors(self.indptr, self.src, frontier, fanout, hop_key(key, hop),
-                                             self.self_loop)
-            blocks.append(sampled_block(frontier, offsets, picked, slot))
-            frontier = blocks[-1].src_ids.numpy()
+            hk = hop_key(key, hop)
+            picks = [pick_neighbors(self.indptr, self.src, frontiers[types.ends(r)[1]], fanout[r], relation_key(hk, r),
+                                    self.self_loop, self.stride, r) for r in range(self.stride)]
+            if self.typed_blocks:
+                blocks.append(sampled_typed_block(types, frontiers, picks, slot))
+                frontiers = [ids.numpy() for ids in blocks[-1].src_ids]
+            else:
+                blocks.append(sampled_block(frontiers[0], *picks[0], slot))
+                frontiers = [blocks[-1].src_ids.numpy()]
         blocks.reverse()
-        return Minibatch(torch.from_numpy(seeds), blocks[0].src_ids, blocks)
+        inputs = torch.from_numpy(np.concatenate(frontiers)) if len(frontiers) > 1 else torch.from_numpy(frontiers[0])
+        return Minibatch(torch.from_numpy(seeds), inputs, blocks)
 
 
 def simulated_access_counts(sampler: NeighborSampler, epochs: int, num_nodes: int,

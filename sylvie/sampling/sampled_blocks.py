@@ -7,6 +7,10 @@ released) over a scratch map of one int32 per vertex of the graph, reset after e
 and not the graph. Each block (``sylvie.models.block.Block``) carries ``src_ids`` and ``dst_ids`` (graph ids), the
 degrees GCN normalises by (``out_degree``, ``in_degree``, of the sampled block itself) and its out-edges
 (``Block.transpose``, which the backward walks), built here in the sampling thread rather than by the model's.
+
+A typed graph's hop is a ``TypedBlock``: each node type's sources are its destinations (its frontier) first, then
+the vertices of that type the hop picked through any relation, relabelled in one pass in relation order; each
+relation's block has its destination type's frontier as destinations and its source type's sources as sources.
 """
 from __future__ import annotations
 
@@ -14,7 +18,9 @@ import numpy as np
 import torch
 from numba import njit
 
+from sylvie.graph_types import GraphTypes
 from sylvie.models.block import Block
+from sylvie.models.typed_block import TypedBlock
 
 
 @njit(cache=True, nogil=True)
@@ -58,3 +64,34 @@ def sampled_block(frontier: np.ndarray, offsets: np.ndarray, picked: np.ndarray,
                   src_ids=torch.from_numpy(src_nodes), dst_ids=torch.from_numpy(frontier))
     block.transpose()
     return block
+
+
+def sampled_typed_block(types: GraphTypes, frontiers: list[np.ndarray], picks: list[tuple[np.ndarray, np.ndarray]],
+                        slot: np.ndarray) -> TypedBlock:
+    """The typed block whose destinations of type t are ``frontiers[t]`` and whose relation r's in-edges are
+    ``picks[r]`` (``pick_neighbors``'s ``offsets``/``picked`` over ``frontiers`` of r's destination type)."""
+    num_types, num_rel = len(types.node_types), len(types.relations)
+    ends = [types.ends(r) for r in range(num_rel)]
+    src_ids, local = [], [np.zeros(0, np.int32)] * num_rel
+    for t in range(num_types):
+        frontier = np.ascontiguousarray(frontiers[t], dtype=np.int64)
+        rels = [r for r in range(num_rel) if ends[r][0] == t]
+        picked = np.concatenate([picks[r][1] for r in rels]) if rels else np.zeros(0, np.int64)
+        src_nodes = np.empty(frontier.shape[0] + picked.shape[0], dtype=np.int64)
+        local_src = np.empty(picked.shape[0], dtype=np.int32)
+        src_ids.append(src_nodes[:int(_relabel(frontier, picked, slot, src_nodes, local_src))])
+        cuts = np.cumsum([picks[r][1].shape[0] for r in rels])[:-1]
+        for r, part in zip(rels, np.split(local_src, cuts), strict=True):
+            local[r] = part
+    blocks = []
+    for r, (s, d) in enumerate(ends):
+        offsets, n_src = np.asarray(picks[r][0], np.int64), src_ids[s].shape[0]
+        block = Block(torch.from_numpy(offsets), torch.from_numpy(local[r]), n_src,
+                      in_degree=torch.from_numpy(np.diff(offsets)),
+                      out_degree=torch.from_numpy(np.bincount(local[r], minlength=n_src)),
+                      src_ids=torch.from_numpy(src_ids[s]),
+                      dst_ids=torch.from_numpy(np.asarray(frontiers[d], np.int64)), dst_in_src=s == d)
+        block.transpose()
+        blocks.append(block)
+    return TypedBlock(types, tuple(len(f) for f in frontiers), tuple(len(x) for x in src_ids), tuple(blocks),
+                      src_ids=tuple(torch.from_numpy(x) for x in src_ids))

@@ -39,6 +39,15 @@ def vip_dir(run_name):
     return f"data/vip/{r.dataset}/{r.partition_id}/{r.vip_id}"
 
 
+def vip_sampling_flags(wc):
+    """The sampling flags of `sylvie vip` for analysis `wc` (fanouts and batch size of the runs that read it)."""
+    for r in RUNS.values():
+        if (r.dataset, r.partition_id, r.vip_id) == (wc.dataset, wc.partition, f"f{wc.fanouts}-b{wc.batch}"):
+            return cli_arguments("sampling", r.sampling, skip=("prefetch", "remote_bits"))
+    raise ValueError(f"data/vip/{wc.dataset}/{wc.partition}/f{wc.fanouts}-b{wc.batch}: no run of the config reads "
+                     f"this VIP analysis")
+
+
 def train_inputs(wc):
     """The partition; for a sampled run also its VIP analysis (computed once per partition and sampling setting)."""
     inputs = {"partition": partition_dir(wc.run)}

@@ -5,10 +5,10 @@ rule vip:
     output:
         directory("data/vip/{dataset}/{partition}/f{fanouts}-b{batch}"),
     wildcard_constraints:
-        fanouts=r"\d+(-\d+)*",
+        fanouts=r"\d+(-\d+)*|m[0-9a-f]{10}",
         batch=r"\d+",
     params:
-        fanouts=lambda wc: wc.fanouts.replace("-", " "),
+        sampling=vip_sampling_flags,
     log:
         "logs/vip/{dataset}/{partition}/f{fanouts}-b{batch}.log",
     benchmark:
@@ -16,5 +16,5 @@ rule vip:
     conda:
         no_conda_env
     shell:
-        "sylvie vip {input} --out {output} --fanouts {params.fanouts} --batch-size {wildcards.batch} "
+        "sylvie vip {input} --out {output} {params.sampling} "
         "--no-progress > {log} 2>&1"

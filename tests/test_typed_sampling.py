@@ -1,0 +1,145 @@
+"""Typed neighbour sampling (per relation, per hop) and its VIP: the topology's relations, the sampler's blocks
+against the graph, fanouts per relation, and VIP against a Monte Carlo estimate of the sampler itself for every node
+type."""
+import numpy as np
+import pytest
+import torch
+
+from sylvie.config import fanouts_id, section
+from sylvie.data.generated import generate_from
+from sylvie.data.graph import load_graph, save_graph
+from sylvie.errors import SylvieError
+from sylvie.graph_types import GraphTypes, Relation
+from sylvie.partition.shard_reader import read_shard, read_topology
+from sylvie.partition.stage import partition_dataset
+from sylvie.sampling.fanouts import resolve_fanouts
+from sylvie.sampling.neighbor_sampler import NeighborSampler
+from sylvie.sampling.vip import edge_destinations, salient_vip, vertex_inclusion_probability
+
+pytestmark = pytest.mark.unit
+# DGL's order (input layer first), a fanout per relation of the mag preset's eight, different for each
+FANOUTS = [(4, 2, 3, 1, 2, 5, 3, 2), (3, 5, 2, 2, 4, 1, 2, 3)]
+
+
+@pytest.fixture(scope="module")
+def mag(tmp_path_factory):
+    """A small graph of the mag preset (4 node types, 4 relations and their reverses), cut by METIS into 2 parts."""
+    root = tmp_path_factory.mktemp("typed-sampling")
+    graph = generate_from(section("dataset", {"preset": "mag", "nodes": 3_000, "classes": 6, "features": 8}), "mag")
+    save_graph(graph, root / "graph", source="synthetic")
+    partition_dataset(root / "graph", root / "p2", 2, progress=False)
+    return root / "graph", root / "p2"
+
+
+def _sampler(topo, part_dir, part, fanouts=FANOUTS, batch=16):
+    train = topo.part_offsets[part] + np.flatnonzero(read_shard(part_dir, part).train)
+    iterations = -(-len(train) // batch)
+    return NeighborSampler(topo.in_indptr, topo.in_src, fanouts, train, iterations, 0, part, types=topo.types,
+                           in_relation=topo.in_relation), train, iterations
+
+
+def test_the_typed_topology_holds_every_edge_with_its_relation_by_destination_then_relation(mag):
+    graph, topo = load_graph(mag[0]), read_topology(mag[1])
+    new_of = np.empty(graph.num_nodes, np.int64)
+    new_of[topo.original_id] = np.arange(graph.num_nodes)
+    dst = edge_destinations(topo.in_indptr)
+    ours = sorted(zip(dst.tolist(), topo.in_relation.tolist(), topo.in_src.tolist()))
+    assert ours == list(zip(dst.tolist(), topo.in_relation.tolist(), topo.in_src.tolist()))  # in that order
+    theirs = sorted(zip(new_of[graph.dst].tolist(), graph.relation.tolist(), new_of[graph.src].tolist()))
+    assert ours == theirs
+    node_type = topo.node_type(np.arange(topo.num_nodes))
+    for r in range(len(topo.types.relations)):  # every edge joins its relation's types
+        s, d = topo.types.ends(r)
+        mine = topo.in_relation == r
+        assert (node_type[topo.in_src[mine]] == s).all() and (node_type[dst[mine]] == d).all()
+
+
+def test_each_hop_draws_each_relations_fanout_from_that_relations_in_edges(mag):
+    topo = read_topology(mag[1])
+    sampler, train, _ = _sampler(topo, mag[1], 0)
+    mb = sampler.sample(sampler.epoch_seeds(0)[0], 0, 0)
+    types, node_type = topo.types, topo.node_type(np.arange(topo.num_nodes))
+    assert len(mb.blocks) == 2 and all(tb.num_dst[t] == 0 for tb in mb.blocks[1:]
+                                       for t in range(4) if t != types.target_index)
+    np.testing.assert_array_equal(mb.blocks[-1].relations[1].dst_ids, mb.seeds)  # cites: papers into the seeds
+    for hop, tb in enumerate(reversed(mb.blocks)):
+        fanouts = FANOUTS[::-1][hop]
+        for t in range(4):  # a type's sources: its destinations first, then distinct vertices of the type
+            ids = tb.src_ids[t].numpy()
+            assert len(np.unique(ids)) == len(ids) and (node_type[ids] == t).all()
+        for r, block in enumerate(tb.relations):
+            s, d = types.ends(r)
+            dst_ids = block.dst_ids.numpy()
+            np.testing.assert_array_equal(dst_ids, tb.src_ids[d][:tb.num_dst[d]].numpy())
+            for i, v in enumerate(dst_ids[:40]):
+                mine = np.flatnonzero((edge_destinations(topo.in_indptr) == v) & (topo.in_relation == r))
+                picked = block.src_ids[block.indices[block.indptr[i]:block.indptr[i + 1]].long()].numpy()
+                assert len(picked) == min(fanouts[r], len(mine))  # distinct in-edges: a multi-edge may repeat
+                assert set(picked.tolist()) <= set(topo.in_src[mine].tolist())
+    assert mb.input_nodes.shape[0] == sum(mb.input_counts())
+    again = sampler.sample(sampler.epoch_seeds(0)[0], 0, 0)
+    assert all(torch.equal(a.indices, b.indices) for x, y in zip(mb.blocks, again.blocks)
+               for a, b in zip(x.relations, y.relations))
+
+
+def test_a_homogeneous_graphs_typed_blocks_are_its_blocks(mag):
+    """A typed model (R-GCN, R-GAT) on a homogeneous graph samples the same vertices as GraphSAGE does."""
+    rng = np.random.default_rng(0)
+    n = 2_000
+    dst = np.sort(rng.integers(0, n, 20_000))
+    src = rng.integers(0, n, 20_000)
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(dst, minlength=n))])
+    train = np.arange(0, n, 4)
+    plain = NeighborSampler(indptr, src, [4, 6], train, 5, 1, 0)
+    typed = NeighborSampler(indptr, src, [4, 6], train, 5, 1, 0, typed_blocks=True)
+    a, b = plain.sample(train[:100], 0, 0), typed.sample(train[:100], 0, 0)
+    assert torch.equal(a.input_nodes, b.input_nodes)
+    for x, y in zip(a.blocks, b.blocks):
+        assert torch.equal(x.indices, y.relations[0].indices) and torch.equal(x.indptr, y.relations[0].indptr)
+
+
+def test_vip_is_each_node_types_inclusion_frequency_within_the_monte_carlos_error(mag):
+    """Every vertex's share of the minibatches (2 hops, a fanout per relation) whose input it is, over 150 epochs of
+    the sampler itself, against its VIP: for each node type the mean error within 1.5 standard errors of the
+    estimate and 85% of the vertices within 3. Measured (papers, authors, institutions, fields): mean error 0.74 /
+    0.74 / 1.36 / 0.82 standard errors, 100 / 100 / 86 (12 of 14) / 100% within 3. SALIENT++'s published recurrence
+    is off by 2.5 / 2.5 / 1.4 / 5.4 (it misses that every reached vertex samples again at the next hop), which the
+    test tells apart."""
+    topo = read_topology(mag[1])
+    sampler, train, iterations = _sampler(topo, mag[1], 0)
+    counts, batches = np.zeros(topo.num_nodes), 0
+    for e in range(150):
+        for i, seeds in enumerate(sampler.epoch_seeds(e)):
+            counts[sampler.sample(seeds, e, i).input_nodes.numpy()] += 1
+            batches += 1
+    measured = counts / batches
+    stderr = np.sqrt(np.maximum(measured * (1 - measured), 1 / batches) / batches)
+    args = (topo.in_indptr, topo.in_src, train, len(train) / iterations, FANOUTS[::-1], topo.in_relation)
+    vip = vertex_inclusion_probability(*args, topo.types.reverse_index())
+    published = salient_vip(*args)
+    node_type = topo.node_type(np.arange(topo.num_nodes))
+    worst_published = 0.0
+    for t, name in enumerate(topo.types.node_types):
+        mine = node_type == t
+        error = np.abs(vip[mine] - measured[mine])
+        assert error.mean() <= 1.5 * stderr[mine].mean(), (name, error.mean(), stderr[mine].mean())
+        assert (error <= 3 * stderr[mine]).mean() >= 0.85, name
+        worst_published = max(worst_published, np.abs(published[mine] - measured[mine]).mean() / stderr[mine].mean())
+    assert worst_published > 3
+
+
+def test_fanouts_per_relation_are_resolved_or_refused_naming_the_config_key():
+    types = GraphTypes(("paper", "author"), (Relation("paper", "cites", "paper"), Relation("author", "writes", "paper"),
+                                             Relation("paper", "rev-writes", "author")), "paper")
+    assert resolve_fanouts([15, 10], types) == [(15, 15, 15), (10, 10, 10)]
+    assert resolve_fanouts([{"cites": 3, "writes": 2, "paper:rev-writes:author": 1}, 4], types) == \
+        [(3, 2, 1), (4, 4, 4)]
+    with pytest.raises(SylvieError, match=r"sampling.fanouts\[0\] names relation 'citez', which the graph does not "
+                                          r"have; its relations are cites, writes, rev-writes"):
+        resolve_fanouts([{"citez": 3, "writes": 2, "rev-writes": 1}], types)
+    with pytest.raises(SylvieError, match=r"sampling.fanouts\[1\] gives no fanout for relation 'rev-writes'"):
+        resolve_fanouts([5, {"cites": 3, "writes": 2}], types)
+    with pytest.raises(SylvieError, match=r"sampling.fanouts\[0\]: relation 'writes''s fanout must be"):
+        resolve_fanouts([{"cites": 3, "writes": 0, "rev-writes": 1}], types)
+    assert fanouts_id([15, 10, 5]) == "15-10-5" and fanouts_id([{"cites": 3}]).startswith("m")
+    assert fanouts_id([{"cites": 3}]) != fanouts_id([{"cites": 4}])
