@@ -1,10 +1,11 @@
 """``source: synthetic``: the graph a dataset section describes, made by one of the generators: the block model
 (``synthetic``), nested communities (``nested_communities``, which builds on the block model's parts) or the typed
-citation graph shaped like ogbn-mag (``mag_like``). The one module that knows them all, so that none imports another
-back."""
+citation graphs shaped like ogbn-mag (``mag_like``) and IGBH-small (``igbh_like``), which share ``typed_synthetic``.
+The one module that knows them all, so that none imports another back."""
 from __future__ import annotations
 
 from sylvie.data.graph import Graph
+from sylvie.data.igbh_like import generate_igbh
 from sylvie.data.mag_like import generate_mag
 from sylvie.data.nested_communities import PARAMETERS as NESTED
 from sylvie.data.nested_communities import generate_nested
@@ -14,12 +15,14 @@ from sylvie.errors import SylvieError
 
 def generate_from(options, name: str = "synthetic") -> Graph:
     """The graph the dataset section ``options`` (typed, ``sylvie.config.section("dataset", ...)``) describes: a
-    block model, or (``structure: nested``) nested communities (``sylvie.data.nested_communities``)."""
+    block model, (``structure: nested``) nested communities (``sylvie.data.nested_communities``), or (``structure:
+    mag``, ``igbh``) a typed graph shaped like ogbn-mag or IGBH-small."""
     common = {k: getattr(options, k) for k in PARAMETERS}
-    if options.structure == "mag":
-        del common["avg_degree"]  # each relation's degree is ogbn-mag's
-        return generate_mag(name=name, **common, degree_sigma=options.degree_sigma,
-                            reverse_relations=options.reverse_relations)
+    if options.structure in ("mag", "igbh"):
+        del common["avg_degree"]  # each relation's degree is the real graph's
+        typed = generate_mag if options.structure == "mag" else generate_igbh
+        return typed(name=name, **common, degree_sigma=options.degree_sigma,
+                     reverse_relations=options.reverse_relations, relation_homophily=options.relation_homophily)
     if options.structure == "nested":
         return generate_nested(name=name, **common, **{k: getattr(options, k) for k in NESTED})
     if options.split != "random":
