@@ -59,7 +59,9 @@ def generate(scale: float, seed: int, knobs: dict):
     return graph, time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
 
 
-def shape(graph) -> dict:
+def typed_shape(graph, per_relation) -> dict:
+    """Nodes of each type; for each relation but the reverses: its edges, ``per_relation(r, rel, mine)``'s rows
+    (``mine``: its edges' mask) and its destinations' in-degree tail."""
     out = {}
     for t, n in zip(graph.types.node_types, graph.node_counts, strict=True):
         out[f"nodes: {t}"] = n
@@ -68,14 +70,23 @@ def shape(graph) -> dict:
         if rel.name.startswith("rev-"):
             continue
         mine = graph.relation == r
-        s, d = graph.types.ends(r)
-        m = int(mine.sum())
-        out[f"edges: {rel.name}"] = m
+        d = graph.types.ends(r)[1]
+        out[f"edges: {rel.name}"] = int(mine.sum())
+        out.update(per_relation(r, rel, mine))
         into = np.bincount(graph.dst[mine] - offsets[d], minlength=graph.node_counts[d])
-        out[f"{rel.name}: per {rel.src} / per {rel.dst}"] = (f"{m / graph.node_counts[s]:.2f} / "
-                                                             f"{m / graph.node_counts[d]:.2f}")
         pct = np.percentile(into, [50, 99])
         out[f"{rel.name}: {rel.dst} in-degree p50 / p99 / max"] = f"{pct[0]:,.0f} / {pct[1]:,.0f} / {into.max():,}"
+    return out
+
+
+def shape(graph) -> dict:
+    def per(r, rel, mine):
+        s, d = graph.types.ends(r)
+        m = int(mine.sum())
+        return {f"{rel.name}: per {rel.src} / per {rel.dst}": f"{m / graph.node_counts[s]:.2f} / "
+                                                               f"{m / graph.node_counts[d]:.2f}"}
+
+    out = typed_shape(graph, per)
     out["train papers"], out["validation papers"], out["test papers"] = (int(m.sum()) for m in graph.masks.values())
     y = graph.labels
     cites = graph.relation == graph.types.relations.index(next(r for r in graph.types.relations if r.name == "cites"))
@@ -165,12 +176,15 @@ def _cell(value) -> str:
     return f"{value:.4f}"
 
 
-def table(ours: dict, scale: float) -> list[str]:
-    lines = [f"| statistic | ours | ogbn-mag{' x ' + format(scale, 'g') if scale != 1 else ''} (source) "
+def table(ours: dict, scale: float, published: dict = PUBLISHED, scaled: set = SCALED, real: str = "ogbn-mag",
+          unpublished: dict | None = None) -> list[str]:
+    """Ours beside ``published`` (key -> (value, source); the ``scaled`` keys' values times ``scale``); a key not
+    published shows ``unpublished``'s note for it, or "not published"."""
+    lines = [f"| statistic | ours | {real}{' x ' + format(scale, 'g') if scale != 1 else ''} (source) "
              "| ours / published |", "| --- | --- | --- | --- |"]
     for key, value in ours.items():
-        pub, source = PUBLISHED.get(key, (None, "not published"))
-        if pub is not None and key in SCALED:
+        pub, source = published.get(key, (None, (unpublished or {}).get(key, "not published")))
+        if pub is not None and key in scaled:
             pub = round(pub * scale)
         ratio = f"{value / pub:.2f}" if pub and not isinstance(value, str) else "-"
         lines.append(f"| {key} | {_cell(value)} | {'-' if pub is None else _cell(pub)} ({source}) | {ratio} |")
