@@ -136,11 +136,7 @@ def resolve_regime(balance: str, train_mode: str | None = None) -> str:
 
 
 def check_sampling(model, train, sampling, where: str) -> None:
-    """Sampled training needs one fanout per model layer, and a model of one node type (R-GCN and R-GAT train
-    full-graph)."""
-    if train.mode == "sampled" and model.arch in ("rgcn", "rgat"):
-        raise SylvieError(f"{where}: model.arch {model.arch} trains full-graph only (train.mode full); sampled "
-                          f"training of typed graphs is not offered yet")
+    """Sampled training needs one fanout per model layer."""
     if train.mode == "sampled" and len(sampling.fanouts) != model.layers:
         raise SylvieError(f"{where}: sampling.fanouts has {len(sampling.fanouts)} entries {list(sampling.fanouts)} "
                           f"but model.layers is {model.layers}; give one fanout per layer (DGL's order: input layer "

@@ -286,9 +286,11 @@ def test_embedding_rows_start_alike_for_any_seed_the_schema_allows():
     assert torch.equal(embedding_init(ids, 3, 2 ** 32 - 1, 2), whole[ids])
 
 
-def test_typed_models_train_full_graph_only():
+def test_typed_models_need_a_fanout_per_layer_when_sampled():
     from sylvie.config import check_sampling, section
     from sylvie.errors import SylvieError
-    with pytest.raises(SylvieError, match="model.arch rgat trains full-graph only"):
-        check_sampling(section("model", {"arch": "rgat"}), section("train", {"mode": "sampled"}),
+    check_sampling(section("model", {"arch": "rgat", "layers": 2}), section("train", {"mode": "sampled"}),
+                   section("sampling", {"fanouts": [5, {"cites": 3}]}), "config: runs.x")
+    with pytest.raises(SylvieError, match="sampling.fanouts has 2 entries"):
+        check_sampling(section("model", {"arch": "rgat", "layers": 3}), section("train", {"mode": "sampled"}),
                        section("sampling"), "config: runs.x")

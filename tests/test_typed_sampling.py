@@ -143,3 +143,48 @@ def test_fanouts_per_relation_are_resolved_or_refused_naming_the_config_key():
         resolve_fanouts([{"cites": 3, "writes": 0, "rev-writes": 1}], types)
     assert fanouts_id([15, 10, 5]) == "15-10-5" and fanouts_id([{"cites": 3}]).startswith("m")
     assert fanouts_id([{"cites": 3}]) != fanouts_id([{"cites": 4}])
+
+
+@pytest.mark.parametrize("arch", ["rgat", "rgcn"])
+def test_a_typed_model_on_full_neighbourhood_blocks_computes_what_it_does_on_the_whole_graph(tmp_path, arch):
+    """Blocks that draw every in-edge of every relation are the whole graph around the seeds: the same model (same
+    weights) gives the seeds the rows it gives them on the whole graph's typed block (itself checked against DGL's
+    HeteroGraphConv in tests/test_typed_models.py), 3 layers, in float64."""
+    from sylvie.models.blocks import whole_graph_typed_block
+    from sylvie.models.typed_gnn import TypedGNN
+
+    graph = generate_from(section("dataset", {"preset": "igbh", "nodes": 1_500, "classes": 5, "features": 6}),
+                          "igbh")
+    save_graph(graph, tmp_path / "graph", source="synthetic")
+    partition_dataset(tmp_path / "graph", tmp_path / "p2", 2, progress=False)
+    topo = read_topology(tmp_path / "p2")
+    types = topo.types
+    torch.manual_seed(0)
+    model = TypedGNN(arch, types, graph.feature_widths, 8, 5, layers=3, heads=2, dropout=0.0).double().eval()
+    whole = whole_graph_typed_block(types, graph.node_counts, graph.src, graph.dst, graph.edge_relations())
+    xs = [torch.tensor(graph.features_of(t), dtype=torch.float64) for t in range(len(types.node_types))]
+    with torch.no_grad():
+        expected = model(whole, xs)
+    seeds = topo.part_offsets[1] + np.flatnonzero(read_shard(tmp_path / "p2", 1).train)[:50]
+    sampler = NeighborSampler(topo.in_indptr, topo.in_src, [10**6] * 3, seeds, 1, 0, 1, types=types,
+                              in_relation=topo.in_relation)
+    mb = sampler.sample(seeds, 0, 0)
+    canonical = topo.original_id[mb.input_nodes.numpy()]  # each input row's node in the canonical graph
+    inputs = []
+    for t, ids in enumerate(np.split(canonical, np.cumsum(mb.input_counts())[:-1])):
+        inputs.append(xs[t][torch.from_numpy(ids - graph.type_offsets[t])])
+    with torch.no_grad():
+        got = model(mb.blocks, inputs)
+    target = torch.from_numpy(topo.original_id[seeds] - graph.type_offsets[types.target_index])
+    torch.testing.assert_close(got, expected[target], rtol=1e-10, atol=1e-10)
+
+
+def test_node_types_learnt_as_embeddings_are_refused_sampled_naming_them():
+    from sylvie.config import section as config_section
+    from sylvie.train.sampled_trainer import check_sampled_graph
+
+    types = GraphTypes(("paper", "author"), (Relation("author", "writes", "paper"),
+                                             Relation("paper", "rev-writes", "author")), "paper")
+    assert check_sampled_graph(types, [8, 4], config_section("sampling", {"fanouts": [3, 2]})) == [(3, 3), (2, 2)]
+    with pytest.raises(SylvieError, match="node types author have no features .* train this graph full-graph"):
+        check_sampled_graph(types, [8, None], config_section("sampling"))

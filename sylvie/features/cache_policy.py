@@ -14,6 +14,10 @@ policies rank the remote vertices by:
 - ``random``: a seeded uniform choice; ``none``: nothing.
 
 Ties go to the lower id, so every policy is deterministic. Ids are in the partition's id space (``Topology``).
+
+A typed graph's node types differ in width, so its budget is bytes: ``alpha`` times the bytes of every node's row,
+over K (``cache_budget_bytes``), and one ranking across types takes rows by score per byte (``row_bytes``), each row
+while its bytes still fit (random: in a seeded random order). With one width it is the budget in rows.
 """
 from __future__ import annotations
 
@@ -30,20 +34,48 @@ def cache_budget(alpha: float, num_nodes: int, num_parts: int) -> int:
     return int(alpha * num_nodes / num_parts)
 
 
-def _top(scores: np.ndarray, candidates: np.ndarray, budget: int) -> np.ndarray:
-    """The ``budget`` candidates of highest positive score (ties: lower id), sorted by id."""
+def cache_budget_bytes(alpha: float, rows_bytes: float, num_parts: int) -> int:
+    """A typed graph's budget: ``alpha`` times the bytes of every node's row (``rows_bytes``) over the parts."""
+    if alpha < 0:
+        raise ValueError(f"cache.alpha must be >= 0, got {alpha}")
+    return int(alpha * rows_bytes / num_parts)
+
+
+def _fitting(order: np.ndarray, row_bytes: np.ndarray | None, budget: int) -> np.ndarray:
+    """The prefix of ``order`` (candidate ids, best first) within ``budget``: rows, or bytes with ``row_bytes``
+    (each row taken while its bytes still fit, so a narrow row may fill what a wide one leaves)."""
+    if row_bytes is None:
+        return order[:budget]
+    size = np.asarray(row_bytes, np.int64)[order]
+    taken = np.cumsum(size) <= budget
+    if not taken.all():  # past the first row that does not fit, the narrower ones that still do
+        first = int(np.argmin(taken))
+        room, rest = budget - int(size[:first].sum()), []
+        for i in range(first, len(order)):
+            if size[i] <= room:
+                rest.append(i)
+                room -= int(size[i])
+        return np.concatenate([order[:first], order[np.asarray(rest, np.int64)]])
+    return order
+
+
+def _top(scores: np.ndarray, candidates: np.ndarray, budget: int, row_bytes: np.ndarray | None = None) \
+        -> np.ndarray:
+    """The candidates of highest positive score (per byte with ``row_bytes``; ties: lower id) within ``budget``,
+    sorted by id."""
     candidates = candidates[scores[candidates] > 0]
-    order = np.lexsort((candidates, -scores[candidates]))
-    return np.sort(candidates[order[:budget]])
+    density = scores[candidates] if row_bytes is None else scores[candidates] / row_bytes[candidates]
+    order = candidates[np.lexsort((candidates, -density))]
+    return np.sort(_fitting(order, row_bytes, budget))
 
 
 def select_cache(policy: str, part: int, part_offsets: np.ndarray, budget: int, *, vip: np.ndarray | None = None,
                  access_counts: np.ndarray | None = None, in_indptr: np.ndarray | None = None,
                  in_src: np.ndarray | None = None, train_nodes: np.ndarray | None = None,
-                 seed: int = 0) -> np.ndarray:
-    """The remote vertices part ``part`` caches under ``policy`` (sorted ids, at most ``budget``). Each policy
-    needs its own input: ``vip``; ``access_counts`` (simulation); ``in_indptr``/``in_src`` (degree, halo) and
-    ``train_nodes`` (halo)."""
+                 seed: int = 0, row_bytes: np.ndarray | None = None) -> np.ndarray:
+    """The remote vertices part ``part`` caches under ``policy`` (sorted ids, at most ``budget``: rows, or bytes
+    where ``row_bytes`` gives each vertex's). Each policy needs its own input: ``vip``; ``access_counts``
+    (simulation); ``in_indptr``/``in_src`` (degree, halo) and ``train_nodes`` (halo)."""
     if policy not in POLICIES:
         raise ValueError(f"cache.policy must be one of {', '.join(POLICIES)}, got {policy!r}")
     n = int(part_offsets[-1])
@@ -52,18 +84,20 @@ def select_cache(policy: str, part: int, part_offsets: np.ndarray, budget: int, 
     if policy == "none" or budget <= 0 or remote.size == 0:
         return np.zeros(0, dtype=np.int64)
     if policy == "vip":
-        return _top(np.asarray(vip, dtype=np.float64), remote, budget)
+        return _top(np.asarray(vip, dtype=np.float64), remote, budget, row_bytes)
     if policy == "simulation":
-        return _top(np.asarray(access_counts, dtype=np.float64), remote, budget)
+        return _top(np.asarray(access_counts, dtype=np.float64), remote, budget, row_bytes)
     if policy == "degree":
-        return _top(np.bincount(in_src, minlength=n).astype(np.float64), remote, budget)
+        return _top(np.bincount(in_src, minlength=n).astype(np.float64), remote, budget, row_bytes)
     if policy == "halo":
         is_train = np.zeros(n, dtype=bool)
         is_train[train_nodes] = True
         dst = edge_destinations(in_indptr)
         edges_into_train = np.bincount(in_src[is_train[dst]], minlength=n).astype(np.float64)
-        return _top(edges_into_train, remote, budget)
+        return _top(edges_into_train, remote, budget, row_bytes)
     rng = np.random.default_rng(seed)  # random
+    if row_bytes is not None:
+        return np.sort(_fitting(rng.permutation(remote), row_bytes, budget))
     return np.sort(rng.choice(remote, size=min(budget, remote.size), replace=False))
 
 

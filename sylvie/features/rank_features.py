@@ -52,6 +52,12 @@ class FetchEpoch:
     store_host_bytes: int
     seconds: float
 
+    @staticmethod
+    def of(account: torch.Tensor, seconds: float) -> FetchEpoch:
+        """From an account (``RankFeatures.account``, summed over types or ranks)."""
+        v = [int(x) for x in account.tolist()]
+        return FetchEpoch(GatherCounts(v[0], v[1], v[2]), v[3], v[4], v[5], v[6], v[7], seconds)
+
     @property
     def cache_hit_rate(self) -> float | None:
         """Of the rows a rank did not own, the share its cache held (None: every row was its own)."""
@@ -102,16 +108,19 @@ class RankFeatures:
         self.store.bytes_served.update({tier: 0 for tier in self.store.bytes_served})
         self.rows, self.seconds = GatherCounts(), 0.0
 
+    def account(self, device: torch.device | str = "cpu") -> torch.Tensor:
+        """This rank's account of the epoch so far (float64; ``FetchEpoch.of`` reads a sum of them)."""
+        served, s = self.store.bytes_served, self.stats
+        return torch.tensor([self.rows.local, self.rows.cached, self.rows.remote, s.bytes_sent, s.fp32_bytes_sent,
+                             s.bytes_received, served["device"], served["host"]], dtype=torch.float64, device=device)
+
     def end_epoch(self, device: torch.device | str = "cpu", extra: Sequence[torch.Tensor] = ()) -> FetchEpoch:
         """The epoch's account summed over the ranks: a collective of the calling thread's default process group
         (every rank calls it, after its last ``gather`` of the epoch); each tensor of ``extra`` (float64, on
         ``device``), e.g. the epoch's accuracy counts, is summed in place in the same collective."""
-        served, s = self.store.bytes_served, self.stats
-        own = torch.tensor([self.rows.local, self.rows.cached, self.rows.remote, s.bytes_sent, s.fp32_bytes_sent,
-                            s.bytes_received, served["device"], served["host"]], dtype=torch.float64, device=device)
+        own = self.account(device)
         all_reduce_sum_together([own, *extra])
-        v = [int(x) for x in own.tolist()]
-        return FetchEpoch(GatherCounts(v[0], v[1], v[2]), v[3], v[4], v[5], v[6], v[7], self.seconds)
+        return FetchEpoch.of(own, self.seconds)
 
     @property
     def table(self) -> torch.Tensor:

@@ -93,24 +93,32 @@ class TypedGNN(nn.Module):
                 self.embeddings[str(t)].weight.rank_local = True
         return self
 
-    def forward(self, tb: TypedBlock, xs: list[torch.Tensor | None], halo: TypedHaloFn | None = None) \
-            -> torch.Tensor:
+    def forward(self, tb: TypedBlock | list[TypedBlock], xs: list[torch.Tensor | None],
+                halo: TypedHaloFn | None = None) -> torch.Tensor:
+        """``tb``: one typed block for every layer (a rank's part, the whole graph), or a sampled minibatch's list,
+        one per layer (input layer first; no halo: a layer's destinations are the next one's sources)."""
+        blocks = tb if isinstance(tb, list) else [tb] * len(self.convs)
+        if len(blocks) != len(self.convs):
+            raise ValueError(f"{len(blocks)} blocks for a model of {len(self.convs)} layers")
         target = self.types.target_index
         h = list(xs)
         if len(self.embeddings):
+            if isinstance(tb, list):
+                raise SylvieError("a type without features learns an embedding table, which sampled training does "
+                                  "not offer yet: give every node type features, or train full-graph")
             tables = [self.embeddings[str(t)].weight if str(t) in self.embeddings else None for t in range(len(h))]
             for t, rows in enumerate(self._sources(tb, tables, 0, halo, drop=False)):
                 if rows is not None:
                     h[t] = rows
-        for i, conv in enumerate(self.convs):
+        for i, (conv, block) in enumerate(zip(self.convs, blocks, strict=True)):
             last = i == len(self.convs) - 1
             if i > 0:
-                h = self._sources(tb, h, i, halo, drop=True)
+                h = self._sources(block, h, i, halo, drop=True)
             for t, x in enumerate(h):
-                if x is None or x.shape[0] != tb.num_src[t]:
+                if x is None or x.shape[0] != block.num_src[t]:
                     raise RuntimeError(f"layer {i}: node type {self.types.node_types[t]!r} got "
-                                       f"{None if x is None else x.shape[0]} rows for {tb.num_src[t]} sources")
-            h = conv(tb, h, {target} if last else None)
+                                       f"{None if x is None else x.shape[0]} rows for {block.num_src[t]} sources")
+            h = conv(block, h, {target} if last else None)
             if self.arch == "rgat":
                 h = [None if y is None else (y.mean(1) if last else y.flatten(1)) for y in h]
             if not last:

@@ -15,6 +15,7 @@ from sylvie.formats.model_file import BY_LAST_EPOCH, ModelFile, save_model
 from sylvie.formats.partition_manifest import graph_layout, read_manifest
 from sylvie.formats.run_failure import clear_run_failure
 from sylvie.formats.vip_file import read_vip
+from sylvie.graph_types import GraphTypes
 from sylvie.models.typed_gnn import TYPED_ARCHS
 from sylvie.output_dir import RUN, check_replaceable
 from sylvie.partition.shard_reader import read_shard, read_topology
@@ -28,7 +29,7 @@ from sylvie.train.memory_need import check_training_fits
 from sylvie.train.optimiser import check_optimiser
 from sylvie.train.protocol import Trainer
 from sylvie.train.run_lock import RunLock
-from sylvie.train.sampled_trainer import SampledTrainer
+from sylvie.train.sampled_trainer import SampledTrainer, check_sampled_graph
 from sylvie.train.step import check_divergence_settings
 from sylvie.train.tensorboard_metrics import TensorBoardMetrics
 
@@ -49,9 +50,10 @@ def run_training(job: TrainingJob) -> dict | None:
     inputs = (job.partition_dir,) + ((job.vip_dir,) if job.vip_dir else ())
     check_replaceable(job.out_dir, RUN, inputs=inputs)  # a run directory, or one to become it
     manifest = read_manifest(job.partition_dir)
-    if job.sampled and "types" in manifest:
-        raise SylvieError(f"{job.partition_dir}: a typed graph's partition; sampled training of typed graphs is not "
-                          f"offered yet: train it full-graph (train.mode full) with model.arch rgcn or rgat")
+    if job.sampled:  # before any rank waits for another or writes
+        layout = graph_layout(manifest)
+        check_sampled_graph(GraphTypes.from_json(layout["types"], f"{job.partition_dir}/manifest.json"),
+                            layout["feature_widths"], job.sampling)
     check_training_fits(job.model, manifest, int(os.environ.get("RANK", 0)), job.sampled, job.train.device)
     # counted in and beating while this rank reads and checks its inputs, which takes long on a large graph
     with peers_watched(job.train.timeout, "train", job.train.startup_timeout) as watch:

@@ -10,24 +10,24 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from sylvie.features.rank_features import RankFeatures
+from sylvie.features.typed_features import TypedRankFeatures
 from sylvie.sampling.neighbor_sampler import Minibatch, NeighborSampler
 
 
 @dataclass(frozen=True)
 class PreparedBatch:
-    """Minibatch ``index`` of an epoch: its blocks and seeds (``minibatch``) and its input rows ``x`` (one per
-    ``minibatch.input_nodes``, on the training device)."""
+    """Minibatch ``index`` of an epoch: its blocks and seeds (``minibatch``) and its input rows ``x``, per node type
+    (one row per ``minibatch.input_nodes`` of the type, on the training device)."""
     index: int
     minibatch: Minibatch
-    x: torch.Tensor
+    x: list[torch.Tensor]
 
 
 class BatchPreparer:
     """Makes minibatches of ``sampler`` ready with the rows of ``features``. The features keep the account of
     fetching; this keeps the time spent sampling (``sample_seconds``, from ``begin_epoch``)."""
 
-    def __init__(self, sampler: NeighborSampler, features: RankFeatures):
+    def __init__(self, sampler: NeighborSampler, features: TypedRankFeatures):
         self.sampler, self.features = sampler, features
         self.sample_seconds = 0.0
 
@@ -41,6 +41,6 @@ class BatchPreparer:
             t0 = time.perf_counter()
             mb = self.sampler.sample(seeds[i], epoch, i)
             self.sample_seconds += time.perf_counter() - t0
-            x, _ = self.features.gather(mb.input_nodes, key=(epoch, i))
+            x, _ = self.features.gather(torch.split(mb.input_nodes, list(mb.input_counts())), key=(epoch, i))
             return PreparedBatch(i, mb, x)
         return produce

@@ -10,6 +10,12 @@ iteration's global number of seeds, so a step follows the gradient of the mean l
 Validation and test use full neighbourhoods (``RankGraph``), in fp32.
 
 Where a row comes from changes nothing but the time: with fp32 remote rows, any cache gives the same losses.
+
+A typed graph (and any graph with ``model.arch`` rgcn or rgat) samples per relation (``sampling.fanouts`` resolved
+per relation, ``sylvie.sampling.fanouts``) into typed blocks, seeds of the target type; its rows live in one feature
+store per node type (``TypedRankFeatures``), the cache's budget in bytes across types by one ranking (score per
+byte); validation and test run on the rank's typed part (``TypedRankGraph``). A homogeneous graph is the case of one
+type. Node types without features (learnt embeddings) are not offered sampled yet.
 """
 from __future__ import annotations
 
@@ -24,13 +30,17 @@ import torch.distributed as dist
 from sylvie.comm.collective import torch_all_to_all
 from sylvie.config import section
 from sylvie.errors import SylvieError
-from sylvie.features.cache_policy import cache_budget, local_order, select_cache
-from sylvie.features.rank_features import RankFeatures
+from sylvie.features.cache_policy import cache_budget, cache_budget_bytes, select_cache
+from sylvie.features.typed_features import TypedRankFeatures, TypeSpaces
 from sylvie.formats.epoch_record import NOT_EVALUATED, BatchEpoch, EpochRecord
+from sylvie.graph_types import GraphTypes
 from sylvie.models import build_model
+from sylvie.models.typed_gnn import TYPED_ARCHS, build_typed_model
 from sylvie.partition.shard_format import Shard, Topology
 from sylvie.runtime.process_group import Context, sum_over_ranks
 from sylvie.runtime.rank_graph import RankGraph, accuracies
+from sylvie.runtime.typed_rank_graph import TypedRankGraph, check_typed
+from sylvie.sampling.fanouts import resolve_fanouts
 from sylvie.sampling.neighbor_sampler import (
     NeighborSampler,
     batch_sizes,
@@ -47,6 +57,17 @@ from sylvie.train.step import ModelStep
 SIMULATED_EPOCHS = 2  # the simulation policy's pre-sampled epochs (GNNLab)
 
 
+def check_sampled_graph(types: GraphTypes, feature_widths, sampling) -> list[tuple[int, ...]]:
+    """The fanouts per hop per relation (``resolve_fanouts``); a SylvieError for fanouts that do not fit the graph's
+    relations or a node type without features (learnt embeddings: not offered sampled yet)."""
+    featureless = [types.node_types[t] for t, w in enumerate(feature_widths) if w is None]
+    if featureless:
+        raise SylvieError(f"node types {', '.join(featureless)} have no features (a model learns an embedding of each "
+                          f"of their nodes), which sampled training does not offer yet; train this graph full-graph "
+                          f"(train.mode full) or give every node type features")
+    return resolve_fanouts(sampling.fanouts, types)
+
+
 class SampledTrainer:
     """``model``, ``train``, ``sampling`` and ``cache`` are the config's typed sections; ``vip`` this part's VIP
     (``sylvie vip``), needed by the vip policy and used to order the local rows (None: id order)."""
@@ -59,7 +80,13 @@ class SampledTrainer:
         rank, world = ctx.rank, ctx.world
         offsets = np.asarray(topology.part_offsets, np.int64)
         self.first_id = int(offsets[rank])
-        self.graph = RankGraph(ctx, shard, model.self_loop)  # full-neighbourhood evaluation
+        self.typed = model.arch in TYPED_ARCHS
+        check_typed(shard, model, train)
+        type_feat = list(shard.type_feat) if shard.typed else [shard.feat]
+        fanouts = check_sampled_graph(topology.types, [None if f is None else f.shape[1] for f in type_feat],
+                                      sampling)
+        # full-neighbourhood evaluation
+        self.graph = TypedRankGraph(ctx, shard) if self.typed else RankGraph(ctx, shard, model.self_loop)
         train_ids = self.first_id + np.flatnonzero(shard.train)
         counts = torch.zeros(world, dtype=torch.float64)
         counts[rank] = len(train_ids)
@@ -70,39 +97,55 @@ class SampledTrainer:
                               "train split)")
         self.iterations = iterations_per_epoch(counts, sampling.batch_size)
         self.global_batch = np.sum([batch_sizes(int(c), self.iterations) for c in counts], axis=0)
-        self.sampler = NeighborSampler(topology.in_indptr, topology.in_src, sampling.fanouts, train_ids,
-                                       self.iterations, seed, rank, self_loop=model.self_loop)
+        self.sampler = NeighborSampler(topology.in_indptr, topology.in_src, fanouts, train_ids, self.iterations,
+                                       seed, rank, self_loop=model.self_loop and not self.typed,
+                                       types=topology.types, in_relation=topology.in_relation,
+                                       typed_blocks=self.typed)
         # the sampling thread's collectives get a process group of their own, with the run's bound on waits
         group = dist.new_group(backend="gloo", timeout=timedelta(seconds=timeout)) \
             if dist.is_initialized() and world > 1 else None
         self.pipeline = SamplingPipeline(sampling.prefetch, 2 * timeout)
+        node_type = topology.node_type(np.arange(topology.num_nodes))
+        num_types = len(topology.types.node_types)
+        spaces = TypeSpaces(offsets, np.bincount(np.repeat(np.arange(world), np.diff(offsets)) * num_types + node_type,
+                                                 minlength=world * num_types))
+        widths = np.array([f.shape[1] * f.itemsize for f in type_feat], np.int64)  # a row's bytes, by type
         try:
             t0 = time.perf_counter()
-            cached = self._select_cache(topology, offsets, train_ids, vip)
-            order = local_order(vip, rank, offsets) if vip is not None else np.arange(offsets[rank], offsets[rank + 1])
+            cached = self._select_cache(topology, offsets, train_ids, vip, widths[node_type] if self.typed else None)
+            order = [spaces.own_ids(rank, t) for t in range(num_types)]
+            if vip is not None:  # hottest first
+                order = [ids[np.lexsort((ids, -vip[ids]))] for ids in order]
             store = features or section("features")
-            self.features = self.pipeline.run(lambda: RankFeatures(
-                rank, offsets, shard.feat, order, cached, torch_all_to_all(group), sampling.remote_bits, seed,
-                store.gpu_fraction, store.zero_copy, ctx.device), "cache fill")
+            self.features = self.pipeline.run(lambda: TypedRankFeatures(
+                rank, spaces, type_feat, order, [cached[node_type[cached] == t] for t in range(num_types)],
+                torch_all_to_all(group), sampling.remote_bits, seed, store.gpu_fraction, store.zero_copy,
+                ctx.device), "cache fill")
         except BaseException:
             self.pipeline.close()
             raise
         self.cache_seconds = time.perf_counter() - t0
-        totals = sum_over_ranks(torch.tensor([float(self.features.num_cached),
-                                              float(self.features.fill_stats.bytes_sent)], dtype=torch.float64),
-                                ctx.device)
+        totals = sum_over_ranks(torch.tensor([float(self.features.num_cached), float(self.features.fill_bytes)],
+                                             dtype=torch.float64), ctx.device)
         self.cache_rows, self.setup_bytes = int(totals[0]), self.graph.setup_bytes + int(totals[1])
         self.labels = torch.tensor(shard.label)
         self.preparer = BatchPreparer(self.sampler, self.features)
         torch.manual_seed(seed)  # identical initial weights on every rank
-        self.model = build_model(model, shard.feat.shape[1], shard.num_classes).to(ctx.device)
+        if self.typed:
+            self.model = build_typed_model(model, topology.types, self.graph.feature_widths, shard.num_classes,
+                                           [None] * num_types, seed).to(ctx.device)
+        else:
+            self.model = build_model(model, shard.feat.shape[1], shard.num_classes).to(ctx.device)
         self.opt = Optimiser(self.model.parameters(), train)
         self.step = ModelStep(self.model, self.opt, seed, world, rank)
 
     def _select_cache(self, topology: Topology, offsets: np.ndarray, train_ids: np.ndarray,
-                      vip: np.ndarray | None) -> np.ndarray:
+                      vip: np.ndarray | None, row_bytes: np.ndarray | None) -> np.ndarray:
+        """The remote vertices to cache; ``row_bytes`` (a typed graph's): each vertex's row bytes, the budget
+        bytes."""
         policy, rank = self.cache.policy, self.ctx.rank
-        budget = cache_budget(self.cache.alpha, topology.num_nodes, self.ctx.world)
+        budget = cache_budget(self.cache.alpha, topology.num_nodes, self.ctx.world) if row_bytes is None else \
+            cache_budget_bytes(self.cache.alpha, float(row_bytes.sum()), self.ctx.world)
         if policy == "none" or budget == 0:
             return np.zeros(0, dtype=np.int64)
         access = None
@@ -111,7 +154,7 @@ class SampledTrainer:
                                                                        topology.num_nodes), "pre-sampling", local=True)
         return select_cache(policy, rank, offsets, budget, vip=vip, access_counts=access,
                             in_indptr=topology.in_indptr, in_src=topology.in_src, train_nodes=train_ids,
-                            seed=self.seed)
+                            seed=self.seed, row_bytes=row_bytes)
 
     # ---- one epoch ----
 
@@ -120,7 +163,8 @@ class SampledTrainer:
         dev, mb = self.ctx.device, batch.minibatch
 
         def forward():
-            logits = self.model([b.to(dev) for b in mb.blocks], batch.x.to(dev))
+            xs = [x.to(dev) for x in batch.x]
+            logits = self.model([b.to(dev) for b in mb.blocks], xs if self.typed else xs[0])
             return logits, self.labels[mb.seeds - self.first_id].to(dev)
 
         # dropout masks depend only on (seed, step, rank): a resumed run repeats them
