@@ -163,3 +163,16 @@ def test_one_type_and_one_relation_is_the_homogeneous_graph_with_its_features(ma
     got = load_graph(tmp_path / "g")
     assert not got.typed and got.features.shape == (mag.node_counts[0], 6)
     assert got.num_edges == (mag.relation == 1).sum()
+
+
+def test_a_target_type_without_labels(mag, tmp_path):
+    """The target type's table without its label column, or with no label in it: one line naming the config key."""
+    options = write_files(mag, tmp_path / "in")
+    path = options["node_tables"]["paper"]
+    t = pq.read_table(path)
+    pq.write_table(t.drop(["label"]), path)
+    _refused(options, tmp_path / "a", r"paper.parquet: node_tables.paper: .*'label'")
+    pq.write_table(t.set_column(t.schema.get_field_index("label"), "label",
+                                pa.array([None] * t.num_rows, pa.int64())), path)
+    _refused(options, tmp_path / "b", r"paper.parquet, row 0: column 'label': the node is in split 'train' but has no "
+                                      r"label")
