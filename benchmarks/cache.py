@@ -205,10 +205,10 @@ def typed_claims(result: dict) -> list[str]:
     for alpha in result["alphas"][1:]:
         share = {p: b[(p, alpha)] / none for p in result["policies"]}
         gap = 100 * (share["vip"] - share["bound"])
-        others = ", ".join(f"{p} {100 * (share[p] - share['bound']):.1f}" for p in result["policies"]
+        others = ", ".join(f"{p} {100 * (share[p] - share['bound']):.2f}" for p in result["policies"]
                            if p not in ("vip", "bound"))
         pred = result["predicted"][alpha] / max(1, result["measured"][("vip", alpha)]) - 1
-        out.append(f"alpha {alpha:g}: VIP within {gap:.1f} points of the bound ({share['vip']:.1%} of the no-cache "
+        out.append(f"alpha {alpha:g}: VIP within {gap:.2f} points of the bound ({share['vip']:.1%} of the no-cache "
                    f"bytes against {share['bound']:.1%}; {'within' if gap <= 2 else 'NOT within'} 2 points); from the "
                    f"bound: {others} points; VIP's prediction of its own rows {pred:+.2%} off the measured")
     out.append(f"Remote vertices that are an input of every measured minibatch of their part: "
