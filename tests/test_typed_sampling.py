@@ -188,3 +188,27 @@ def test_node_types_learnt_as_embeddings_are_refused_sampled_naming_them():
     assert check_sampled_graph(types, [8, 4], config_section("sampling", {"fanouts": [3, 2]})) == [(3, 3), (2, 2)]
     with pytest.raises(SylvieError, match="node types author have no features .* train this graph full-graph"):
         check_sampled_graph(types, [8, None], config_section("sampling"))
+
+
+def test_a_byte_budget_takes_rows_by_score_per_byte_across_widths():
+    """Two node types of 4 and 1 columns: the cache's budget is bytes, rows ranked by score per byte, each taken
+    while it fits; random fills the same budget in a seeded order; a part's type ranges map to each type's space."""
+    from sylvie.features.cache_policy import cache_budget_bytes, select_cache
+    from sylvie.features.typed_features import TypeSpaces
+
+    offsets = np.array([0, 6, 12])  # part 0: ids 0-5, part 1: ids 6-11; types (wide, narrow) of 2 + 4, 3 + 3 rows
+    row_bytes = np.array([16, 16, 4, 4, 4, 4, 16, 16, 16, 4, 4, 4])
+    vip = np.array([0, 0, 0, 0, 0, 0, 0.9, 0.8, 0.1, 0.5, 0.3, 0.05])
+    assert cache_budget_bytes(0.5, float(row_bytes.sum()), 2) == 27  # alpha 0.5 of 108 bytes over 2 parts
+    budget = 28
+    cached = select_cache("vip", 0, offsets, budget, vip=vip, row_bytes=row_bytes)
+    # per byte: 9 (0.125), 10 (0.075), 6 (0.056), 7 (0.05), 11 (0.0125): 4 + 4 + 16 = 24 bytes, then 7 (16) does not
+    # fit and 11 (4) does
+    np.testing.assert_array_equal(cached, [6, 9, 10, 11])
+    assert row_bytes[cached].sum() <= budget
+    rand = select_cache("random", 0, offsets, budget, row_bytes=row_bytes, seed=4)
+    assert row_bytes[rand].sum() <= budget and (rand >= 6).all()
+    spaces = TypeSpaces(offsets, [[2, 4], [3, 3]])
+    np.testing.assert_array_equal(spaces.own_ids(1, 0), [6, 7, 8])
+    np.testing.assert_array_equal(spaces.type_ids(np.array([0, 1, 6, 8]), 0), [0, 1, 2, 4])
+    np.testing.assert_array_equal(spaces.type_ids(np.array([2, 5, 9, 11]), 1), [0, 3, 4, 6])
