@@ -179,15 +179,34 @@ def test_a_typed_model_on_full_neighbourhood_blocks_computes_what_it_does_on_the
     torch.testing.assert_close(got, expected[target], rtol=1e-10, atol=1e-10)
 
 
-def test_node_types_learnt_as_embeddings_are_refused_sampled_naming_them():
-    from sylvie.config import section as config_section
-    from sylvie.train.sampled_trainer import check_sampled_graph
+def test_embedding_rows_are_pulled_from_their_owners_and_their_gradients_summed_back():
+    """3 ranks own 4, 3 and 5 rows of a table; each pulls rows of any owner (its own too, some twice) and pushes a
+    gradient for each: every owner's gradient is the sum of what every rank sent for its rows, as one process's
+    would be (index_add over all pulls)."""
+    from simulated_ranks import SimulatedRanks
 
-    types = GraphTypes(("paper", "author"), (Relation("author", "writes", "paper"),
-                                             Relation("paper", "rev-writes", "author")), "paper")
-    assert check_sampled_graph(types, [8, 4], config_section("sampling", {"fanouts": [3, 2]})) == [(3, 3), (2, 2)]
-    with pytest.raises(SylvieError, match="node types author have no features .* train this graph full-graph"):
-        check_sampled_graph(types, [8, None], config_section("sampling"))
+    from sylvie.features.embedding_rows import EmbeddingRows
+
+    offsets = [0, 4, 7, 12]
+    whole = torch.randn(12, 3, generator=torch.Generator().manual_seed(0))
+    asks = [torch.tensor([5, 0, 11, 5]), torch.tensor([], dtype=torch.long), torch.tensor([3, 4, 6, 7, 8, 9, 10, 0])]
+    grads = [torch.randn(len(a), 3, generator=torch.Generator().manual_seed(1 + r)) for r, a in enumerate(asks)]
+
+    def rank_fn(rank, a2a):
+        weight = torch.nn.Parameter(whole[offsets[rank]:offsets[rank + 1]].clone())
+        rows = EmbeddingRows(rank, offsets, weight, a2a)
+        got = rows.pull(asks[rank])
+        (got * grads[rank]).sum().backward()  # d/d rows = grads[rank]
+        rows.push(asks[rank], got)
+        return got.detach(), weight.grad
+
+    out = SimulatedRanks(3).run(rank_fn)
+    expected = torch.zeros(12, 3)
+    for rank, (got, _) in enumerate(out):
+        assert torch.equal(got, whole[asks[rank]])
+        expected.index_add_(0, asks[rank], grads[rank])
+    torch.testing.assert_close(torch.cat([g for _, g in out]), expected)
+
 
 
 def test_a_byte_budget_takes_rows_by_score_per_byte_across_widths():

@@ -7,7 +7,8 @@ through a ``Wire`` (``bits`` 1-8: the Sylvie idea applied to fetched features). 
 ``ids``. A rank may store its own rows in any order (hottest first, say): ``own_index[i]`` is the row of its i-th
 vertex in ``own_rows``. Low-bit rounding is random: ``key`` (e.g. epoch and minibatch) names the fetch's random
 stream, so a resumed run rounds as the uninterrupted one did. With one rank there is nothing to fetch and no
-collective is called.
+collective is called. ``send_to_owners(ids, rows)`` is the way back: each row goes to the owner of its id (fp32),
+which gets its own rows' indices and the rows (a learnt table's gradient rows, say), collectively as ``fetch``.
 """
 from __future__ import annotations
 
@@ -82,6 +83,30 @@ class RemoteRows:
                        fp32_sent=8 * want.numel())
         answer = self._own(asked - self.part_offsets[self.rank])
         return self._send_rows(answer.contiguous(), recv_counts.tolist(), send_counts.tolist(), key), order
+
+    def send_to_owners(self, ids: torch.Tensor, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Each row of ``rows`` (fp32, one per id of ``ids``) to the owner of its id; returns what this rank
+        received: the local indices (among its own ids) and the rows. Collective, like ``fetch``."""
+        ids = ids.to(torch.long)
+        if self.world == 1:
+            return ids - self.part_offsets[0], rows
+        owners = self.owner(ids)
+        order = torch.argsort(owners, stable=True)
+        send_counts = torch.bincount(owners, minlength=self.world)
+        recv_counts = torch.empty_like(send_counts)
+        t0 = time.perf_counter()
+        self.all_to_all(recv_counts, send_counts, [1] * self.world, [1] * self.world, False)
+        recv, send = recv_counts.tolist(), send_counts.tolist()
+        got_ids = torch.empty(sum(recv), dtype=torch.long)
+        self.all_to_all(got_ids, ids[order], recv, send, False)
+        dim = rows.shape[1]
+        got = torch.empty((sum(recv), dim), dtype=torch.float32)
+        self.all_to_all(got.reshape(-1), rows[order].to(torch.float32).contiguous().reshape(-1),
+                        [c * dim for c in recv], [c * dim for c in send], False)
+        sent = 8 * ids.numel() + 4 * rows.numel()
+        self.stats.add(seconds=time.perf_counter() - t0, sent=sent, received=8 * got_ids.numel() + 4 * got.numel(),
+                       fp32_sent=sent)
+        return got_ids - self.part_offsets[self.rank], got
 
     def _send_rows(self, answer: torch.Tensor, send_counts: list[int], recv_counts: list[int],
                    key: tuple[int, ...]) -> torch.Tensor:

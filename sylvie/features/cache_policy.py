@@ -72,15 +72,19 @@ def _top(scores: np.ndarray, candidates: np.ndarray, budget: int, row_bytes: np.
 def select_cache(policy: str, part: int, part_offsets: np.ndarray, budget: int, *, vip: np.ndarray | None = None,
                  access_counts: np.ndarray | None = None, in_indptr: np.ndarray | None = None,
                  in_src: np.ndarray | None = None, train_nodes: np.ndarray | None = None,
-                 seed: int = 0, row_bytes: np.ndarray | None = None) -> np.ndarray:
+                 seed: int = 0, row_bytes: np.ndarray | None = None,
+                 cacheable: np.ndarray | None = None) -> np.ndarray:
     """The remote vertices part ``part`` caches under ``policy`` (sorted ids, at most ``budget``: rows, or bytes
     where ``row_bytes`` gives each vertex's). Each policy needs its own input: ``vip``; ``access_counts``
-    (simulation); ``in_indptr``/``in_src`` (degree, halo) and ``train_nodes`` (halo)."""
+    (simulation); ``in_indptr``/``in_src`` (degree, halo) and ``train_nodes`` (halo). ``cacheable``: which
+    vertices may be cached at all (a typed graph's learnt embedding rows may not)."""
     if policy not in POLICIES:
         raise ValueError(f"cache.policy must be one of {', '.join(POLICIES)}, got {policy!r}")
     n = int(part_offsets[-1])
     lo, hi = int(part_offsets[part]), int(part_offsets[part + 1])
     remote = np.concatenate([np.arange(0, lo), np.arange(hi, n)])
+    if cacheable is not None:
+        remote = remote[np.asarray(cacheable, bool)[remote]]
     if policy == "none" or budget <= 0 or remote.size == 0:
         return np.zeros(0, dtype=np.int64)
     if policy == "vip":

@@ -51,38 +51,46 @@ class TypedRankFeatures:
     def __init__(self, rank: int, spaces: TypeSpaces, own_rows: Sequence[np.ndarray], local_order: Sequence,
                  cached_ids: Sequence, all_to_all, remote_bits: int = FULL_PRECISION, seed: int = 0,
                  gpu_fraction: float = 0.0, zero_copy: str = "auto", device: torch.device | str = "cpu"):
-        """Per node type t: ``own_rows[t]`` the rows of the rank's nodes of type t (in id order), ``local_order[t]``
-        their partition ids in table order (hottest first), ``cached_ids[t]`` the remote ones to cache (partition
-        ids); the rest as ``RankFeatures``'."""
+        """Per node type t: ``own_rows[t]`` the rows of the rank's nodes of type t (in id order; None: a type without
+        features, which has no store), ``local_order[t]`` their partition ids in table order (hottest first),
+        ``cached_ids[t]`` the remote ones to cache (partition ids); the rest as ``RankFeatures``'."""
         self.spaces = spaces
-        self.stores = [RankFeatures(rank, spaces.offsets[t], own_rows[t], spaces.type_ids(local_order[t], t),
+        self.stores = [None if own_rows[t] is None else
+                       RankFeatures(rank, spaces.offsets[t], own_rows[t], spaces.type_ids(local_order[t], t),
                                     spaces.type_ids(cached_ids[t], t), all_to_all, remote_bits, seed, gpu_fraction,
                                     zero_copy, device) for t in range(spaces.num_types)]
+        self._present = [s for s in self.stores if s is not None]
 
     @property
     def num_cached(self) -> int:
-        return sum(s.num_cached for s in self.stores)
+        return sum(s.num_cached for s in self._present)
 
     @property
     def fill_bytes(self) -> int:
         """Bytes this rank sent to fill its caches."""
-        return sum(s.fill_stats.bytes_sent for s in self.stores)
+        return sum(s.fill_stats.bytes_sent for s in self._present)
 
     def begin_epoch(self) -> None:
-        for s in self.stores:
+        for s in self._present:
             s.begin_epoch()
 
     def end_epoch(self, device: torch.device | str = "cpu", extra: Sequence[torch.Tensor] = ()) -> FetchEpoch:
         """As ``RankFeatures.end_epoch``, over every type."""
-        own = sum(s.account(device) for s in self.stores)
+        own = torch.zeros(8, dtype=torch.float64, device=device)
+        for s in self._present:
+            own += s.account(device)
         all_reduce_sum_together([own, *extra])
-        return FetchEpoch.of(own, sum(s.seconds for s in self.stores))
+        return FetchEpoch.of(own, sum(s.seconds for s in self._present))
 
     def gather(self, ids: Sequence[torch.Tensor], key: tuple[int, ...] | None = None) \
-            -> tuple[list[torch.Tensor], GatherCounts]:
-        """Per node type t the rows of ``ids[t]`` (partition ids), in that order, on the training device."""
+            -> tuple[list[torch.Tensor | None], GatherCounts]:
+        """Per node type t the rows of ``ids[t]`` (partition ids), in that order, on the training device (None for
+        a type without features)."""
         rows, counts = [], GatherCounts()
         for t, store in enumerate(self.stores):
+            if store is None:
+                rows.append(None)
+                continue
             mine = torch.from_numpy(self.spaces.type_ids(ids[t].numpy(), t))
             got, where = store.gather(mine, key if t == 0 or key is None else (*key, t))
             rows.append(got)

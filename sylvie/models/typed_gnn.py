@@ -96,16 +96,18 @@ class TypedGNN(nn.Module):
     def forward(self, tb: TypedBlock | list[TypedBlock], xs: list[torch.Tensor | None],
                 halo: TypedHaloFn | None = None) -> torch.Tensor:
         """``tb``: one typed block for every layer (a rank's part, the whole graph), or a sampled minibatch's list,
-        one per layer (input layer first; no halo: a layer's destinations are the next one's sources)."""
+        one per layer (input layer first; no halo: a layer's destinations are the next one's sources; a type with an
+        embedding table then comes with its input rows in ``xs``, pulled from their owners by the trainer)."""
         blocks = tb if isinstance(tb, list) else [tb] * len(self.convs)
         if len(blocks) != len(self.convs):
             raise ValueError(f"{len(blocks)} blocks for a model of {len(self.convs)} layers")
         target = self.types.target_index
         h = list(xs)
-        if len(self.embeddings):
-            if isinstance(tb, list):
-                raise SylvieError("a type without features learns an embedding table, which sampled training does "
-                                  "not offer yet: give every node type features, or train full-graph")
+        if len(self.embeddings) and isinstance(tb, list):  # sampled: the rows of its inputs, pulled from owners
+            missing = [self.types.node_types[int(t)] for t in self.embeddings if h[int(t)] is None]
+            if missing:
+                raise ValueError(f"node types {missing} learn embeddings: give their input rows (EmbeddingRows.pull)")
+        elif len(self.embeddings):
             tables = [self.embeddings[str(t)].weight if str(t) in self.embeddings else None for t in range(len(h))]
             for t, rows in enumerate(self._sources(tb, tables, 0, halo, drop=False)):
                 if rows is not None:

@@ -63,3 +63,34 @@ def own_state(state: dict, local: dict[int, tuple[torch.Tensor, int]]) -> dict:
                 entry[key] = own_rows(value, ids)
         out["state"][index] = entry
     return out
+
+
+class PartitionedWeights:
+    """The weights of ``model`` partitioned by rows over the ranks (``partitioned``: parameter name -> (this rank's
+    rows' ids, the whole table's rows)), put together for what leaves a rank and taken apart when it comes back: a
+    trainer's state (model and ``Optimiser`` state) and its weights. Collective where anything is partitioned."""
+
+    def __init__(self, model: torch.nn.Module, partitioned: dict[str, tuple[torch.Tensor, int]]):
+        self.model, self.partitioned = model, partitioned
+        names = [n for n, _ in model.named_parameters()]
+        self._by_index = {names.index(n): v for n, v in partitioned.items()}
+
+    def whole(self, weights: dict) -> dict:
+        """``weights`` (a state dict) with the partitioned ones whole."""
+        return {k: gather_rows(v, *self.partitioned[k]) if k in self.partitioned else v for k, v in weights.items()}
+
+    def state_dict(self, opt_state: dict) -> dict:
+        """The model's and the optimiser's state (``Optimiser.state_dict``), partitioned tables whole."""
+        if self.partitioned:
+            opt_state = {**opt_state, "optimizer": gather_state(opt_state["optimizer"], list(self.model.parameters()),
+                                                                self._by_index)}
+        return {"model": self.whole(self.model.state_dict()), "optimizer": opt_state}
+
+    def load(self, state: dict) -> dict:
+        """Load ``state``'s model, this rank's rows of its tables; returns its optimiser state likewise."""
+        model = dict(state["model"])
+        for name, (ids, _) in self.partitioned.items():
+            model[name] = own_rows(model[name], ids)
+        self.model.load_state_dict(model)
+        opt = state["optimizer"]
+        return {**opt, "optimizer": own_state(opt["optimizer"], self._by_index)} if self.partitioned else opt

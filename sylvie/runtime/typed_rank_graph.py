@@ -175,3 +175,11 @@ def embedding_ids(shard: Shard, rows: TypedRows) -> list[np.ndarray | None]:
         return [None]
     return [None if f is not None else shard.global_id[rows.inner_slice(t)].astype(np.int64) - shard.type_offsets[t]
             for t, f in enumerate(shard.type_feat)]
+
+
+def partitioned_embeddings(shard: Shard, ids: list, device) -> dict[str, tuple[torch.Tensor, int]]:
+    """The typed model's embedding tables partitioned with their nodes (``embedding_ids``' ``ids``): parameter name ->
+    (this rank's rows' ids within the type, the type's node count), as ``PartitionedWeights`` takes them."""
+    totals = shard.type_offsets if shard.typed else [0, shard.num_inner]
+    return {f"embeddings.{t}.weight": (torch.as_tensor(ids[t], device=device), int(totals[t + 1] - totals[t]))
+            for t in range(len(ids)) if ids[t] is not None}

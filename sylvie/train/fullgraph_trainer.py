@@ -32,10 +32,10 @@ from sylvie.formats.epoch_record import NOT_EVALUATED, EpochRecord, HaloEpoch, P
 from sylvie.models import build_model
 from sylvie.models.typed_gnn import TYPED_ARCHS, build_typed_model
 from sylvie.partition.shard_format import Shard
-from sylvie.runtime.partitioned_rows import gather_rows, gather_state, own_rows, own_state
+from sylvie.runtime.partitioned_rows import PartitionedWeights
 from sylvie.runtime.process_group import Context
 from sylvie.runtime.rank_graph import RankGraph, accuracies
-from sylvie.runtime.typed_rank_graph import TypedRankGraph, check_typed, embedding_ids
+from sylvie.runtime.typed_rank_graph import TypedRankGraph, check_typed, embedding_ids, partitioned_embeddings
 from sylvie.train.log_line import format_epoch
 from sylvie.train.optimiser import Optimiser
 from sylvie.train.rank_times import minor_faults, rank_times, rank_times_slots
@@ -64,19 +64,17 @@ class FullGraphTrainer:
         self.train_idx = self.graph.masks["train"].nonzero().squeeze(1)
         self.num_train_global = shard.num_train_global
         torch.manual_seed(seed)  # identical initial weights on every rank
-        self.partitioned: dict[str, tuple[torch.Tensor, int]] = {}  # rank-local weights: their rows' ids, rows
+        partitioned = {}  # rank-local weights (a typed model's embedding rows): their rows' ids, the whole's rows
         if self.typed:
             ids = embedding_ids(shard, self.graph.rows)
             self.model = build_typed_model(model, self.graph.types, self.graph.feature_widths, shard.num_classes,
                                            ids, seed).to(dev)
             self.model_halo = self.graph.halo(self.halo, model.layers)
-            totals = shard.type_offsets if shard.typed else [0, shard.num_inner]
-            self.partitioned = {f"embeddings.{t}.weight": (torch.as_tensor(ids[t], device=dev),
-                                                           int(totals[t + 1] - totals[t]))
-                                for t in range(len(ids)) if ids[t] is not None}
+            partitioned = partitioned_embeddings(shard, ids, dev)
         else:
             self.model = build_model(model, shard.feat.shape[1], shard.num_classes).to(dev)
             self.model_halo = self.halo
+        self.weights_of = PartitionedWeights(self.model, partitioned)
         self.opt = Optimiser(self.model.parameters(), train)
         self.step = ModelStep(self.model, self.opt, seed, ctx.world, ctx.rank)
 
@@ -153,35 +151,17 @@ class FullGraphTrainer:
     def state_dict(self) -> dict:
         """Model, optimiser and lr schedule state (the adaptor restarts synchronously: stale halo data is not saved),
         partitioned weights whole; collective: every rank calls it."""
-        opt = self.opt.state_dict()
-        if self.partitioned:
-            opt = {**opt, "optimizer": gather_state(opt["optimizer"], list(self.model.parameters()),
-                                                    self._partitioned_by_index())}
-        return {"model": self._whole(self.model.state_dict()), "optimizer": opt}
+        return self.weights_of.state_dict(self.opt.state_dict())
 
     def load_state_dict(self, state: dict, next_epoch: int) -> None:
         """Continue from ``state`` at ``next_epoch``, which is synchronous."""
-        model = dict(state["model"])
-        for name, (ids, _) in self.partitioned.items():
-            model[name] = own_rows(model[name], ids)
-        self.model.load_state_dict(model)
-        opt = state["optimizer"]
-        if self.partitioned:
-            opt = {**opt, "optimizer": own_state(opt["optimizer"], self._partitioned_by_index())}
-        self.opt.load_state_dict(opt)
+        self.opt.load_state_dict(self.weights_of.load(state))
         self.adaptor = self._adaptor(start=next_epoch)
 
     def weights(self) -> dict:
         """A copy of the model's weights, partitioned ones whole (the run loop keeps the best-validation ones);
         collective: every rank calls it."""
-        return copy.deepcopy(self._whole(self.model.state_dict()))
-
-    def _whole(self, weights: dict) -> dict:
-        return {k: gather_rows(v, *self.partitioned[k]) if k in self.partitioned else v for k, v in weights.items()}
-
-    def _partitioned_by_index(self) -> dict[int, tuple[torch.Tensor, int]]:
-        names = [n for n, _ in self.model.named_parameters()]
-        return {names.index(n): v for n, v in self.partitioned.items()}
+        return copy.deepcopy(self.weights_of.whole(self.model.state_dict()))
 
     def summary(self) -> dict:
         """What this trainer adds to the run's summary."""

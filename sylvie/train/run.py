@@ -52,8 +52,7 @@ def run_training(job: TrainingJob) -> dict | None:
     manifest = read_manifest(job.partition_dir)
     if job.sampled:  # before any rank waits for another or writes
         layout = graph_layout(manifest)
-        check_sampled_graph(GraphTypes.from_json(layout["types"], f"{job.partition_dir}/manifest.json"),
-                            layout["feature_widths"], job.sampling)
+        check_sampled_graph(GraphTypes.from_json(layout["types"], f"{job.partition_dir}/manifest.json"), job.sampling)
     check_training_fits(job.model, manifest, int(os.environ.get("RANK", 0)), job.sampled, job.train.device)
     # counted in and beating while this rank reads and checks its inputs, which takes long on a large graph
     with peers_watched(job.train.timeout, "train", job.train.startup_timeout) as watch:

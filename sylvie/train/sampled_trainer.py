@@ -14,8 +14,9 @@ Where a row comes from changes nothing but the time: with fp32 remote rows, any 
 A typed graph (and any graph with ``model.arch`` rgcn or rgat) samples per relation (``sampling.fanouts`` resolved
 per relation, ``sylvie.sampling.fanouts``) into typed blocks, seeds of the target type; its rows live in one feature
 store per node type (``TypedRankFeatures``), the cache's budget in bytes across types by one ranking (score per
-byte); validation and test run on the rank's typed part (``TypedRankGraph``). A homogeneous graph is the case of one
-type. Node types without features (learnt embeddings) are not offered sampled yet.
+byte); validation and test run on the rank's typed part (``TypedRankGraph``). A node type without features learns an
+embedding table partitioned with its nodes: a step pulls its input rows from their owners and pushes their gradients
+back (``EmbeddingRows``), in the main thread; its rows are never cached. A homogeneous graph is the case of one type.
 """
 from __future__ import annotations
 
@@ -31,15 +32,17 @@ from sylvie.comm.collective import torch_all_to_all
 from sylvie.config import section
 from sylvie.errors import SylvieError
 from sylvie.features.cache_policy import cache_budget, cache_budget_bytes, select_cache
+from sylvie.features.embedding_rows import EmbeddingRows
 from sylvie.features.typed_features import TypedRankFeatures, TypeSpaces
 from sylvie.formats.epoch_record import NOT_EVALUATED, BatchEpoch, EpochRecord
 from sylvie.graph_types import GraphTypes
 from sylvie.models import build_model
 from sylvie.models.typed_gnn import TYPED_ARCHS, build_typed_model
 from sylvie.partition.shard_format import Shard, Topology
+from sylvie.runtime.partitioned_rows import PartitionedWeights
 from sylvie.runtime.process_group import Context, sum_over_ranks
 from sylvie.runtime.rank_graph import RankGraph, accuracies
-from sylvie.runtime.typed_rank_graph import TypedRankGraph, check_typed
+from sylvie.runtime.typed_rank_graph import TypedRankGraph, check_typed, embedding_ids, partitioned_embeddings
 from sylvie.sampling.fanouts import resolve_fanouts
 from sylvie.sampling.neighbor_sampler import (
     NeighborSampler,
@@ -57,14 +60,9 @@ from sylvie.train.step import ModelStep
 SIMULATED_EPOCHS = 2  # the simulation policy's pre-sampled epochs (GNNLab)
 
 
-def check_sampled_graph(types: GraphTypes, feature_widths, sampling) -> list[tuple[int, ...]]:
+def check_sampled_graph(types: GraphTypes, sampling) -> list[tuple[int, ...]]:
     """The fanouts per hop per relation (``resolve_fanouts``); a SylvieError for fanouts that do not fit the graph's
-    relations or a node type without features (learnt embeddings: not offered sampled yet)."""
-    featureless = [types.node_types[t] for t, w in enumerate(feature_widths) if w is None]
-    if featureless:
-        raise SylvieError(f"node types {', '.join(featureless)} have no features (a model learns an embedding of each "
-                          f"of their nodes), which sampled training does not offer yet; train this graph full-graph "
-                          f"(train.mode full) or give every node type features")
+    relations."""
     return resolve_fanouts(sampling.fanouts, types)
 
 
@@ -83,8 +81,7 @@ class SampledTrainer:
         self.typed = model.arch in TYPED_ARCHS
         check_typed(shard, model, train)
         type_feat = list(shard.type_feat) if shard.typed else [shard.feat]
-        fanouts = check_sampled_graph(topology.types, [None if f is None else f.shape[1] for f in type_feat],
-                                      sampling)
+        fanouts = check_sampled_graph(topology.types, sampling)
         # full-neighbourhood evaluation
         self.graph = TypedRankGraph(ctx, shard) if self.typed else RankGraph(ctx, shard, model.self_loop)
         train_ids = self.first_id + np.flatnonzero(shard.train)
@@ -109,7 +106,8 @@ class SampledTrainer:
         num_types = len(topology.types.node_types)
         spaces = TypeSpaces(offsets, np.bincount(np.repeat(np.arange(world), np.diff(offsets)) * num_types + node_type,
                                                  minlength=world * num_types))
-        widths = np.array([f.shape[1] * f.itemsize for f in type_feat], np.int64)  # a row's bytes, by type
+        # a row's bytes, by type (0: a type without features, whose rows are learnt: never cached)
+        widths = np.array([0 if f is None else f.shape[1] * f.itemsize for f in type_feat], np.int64)
         try:
             t0 = time.perf_counter()
             cached = self._select_cache(topology, offsets, train_ids, vip, widths[node_type] if self.typed else None)
@@ -131,11 +129,18 @@ class SampledTrainer:
         self.labels = torch.tensor(shard.label)
         self.preparer = BatchPreparer(self.sampler, self.features)
         torch.manual_seed(seed)  # identical initial weights on every rank
-        if self.typed:
-            self.model = build_typed_model(model, topology.types, self.graph.feature_widths, shard.num_classes,
-                                           [None] * num_types, seed).to(ctx.device)
+        partitioned, self.embedded = {}, {}
+        if self.typed:  # a type without features: an embedding table partitioned with its nodes, pulled and pushed
+            ids = embedding_ids(shard, self.graph.rows)
+            self.model = build_typed_model(model, topology.types, self.graph.feature_widths, shard.num_classes, ids,
+                                           seed).to(ctx.device)
+            partitioned = partitioned_embeddings(shard, ids, ctx.device)
+            self.embedded = {t: EmbeddingRows(rank, spaces.offsets[t], self.model.embeddings[str(t)].weight)
+                             for t in range(num_types) if ids[t] is not None}
         else:
             self.model = build_model(model, shard.feat.shape[1], shard.num_classes).to(ctx.device)
+        self.weights_of = PartitionedWeights(self.model, partitioned)
+        self.spaces = spaces
         self.opt = Optimiser(self.model.parameters(), train)
         self.step = ModelStep(self.model, self.opt, seed, world, rank)
 
@@ -146,6 +151,7 @@ class SampledTrainer:
         policy, rank = self.cache.policy, self.ctx.rank
         budget = cache_budget(self.cache.alpha, topology.num_nodes, self.ctx.world) if row_bytes is None else \
             cache_budget_bytes(self.cache.alpha, float(row_bytes.sum()), self.ctx.world)
+        cacheable = None if row_bytes is None or (row_bytes > 0).all() else row_bytes > 0
         if policy == "none" or budget == 0:
             return np.zeros(0, dtype=np.int64)
         access = None
@@ -154,21 +160,32 @@ class SampledTrainer:
                                                                        topology.num_nodes), "pre-sampling", local=True)
         return select_cache(policy, rank, offsets, budget, vip=vip, access_counts=access,
                             in_indptr=topology.in_indptr, in_src=topology.in_src, train_nodes=train_ids,
-                            seed=self.seed, row_bytes=row_bytes)
+                            seed=self.seed, row_bytes=row_bytes, cacheable=cacheable)
 
     # ---- one epoch ----
 
     def _train_batch(self, epoch: int, batch: PreparedBatch) -> float:
         """One optimisation step on ``batch``; the loss summed over all ranks' seeds of that step."""
         dev, mb = self.ctx.device, batch.minibatch
+        pulled = {}  # a type without features: (its input ids in the type's space, the rows pulled for them)
+        if self.embedded:
+            inputs = torch.split(mb.input_nodes, list(mb.input_counts()))
+            for t, rows in self.embedded.items():
+                ids = torch.from_numpy(self.spaces.type_ids(inputs[t].numpy(), t))
+                pulled[t] = (ids, rows.pull(ids))
 
         def forward():
-            xs = [x.to(dev) for x in batch.x]
+            xs = [pulled[t][1] if t in pulled else x.to(dev) for t, x in enumerate(batch.x)]
             logits = self.model([b.to(dev) for b in mb.blocks], xs if self.typed else xs[0])
             return logits, self.labels[mb.seeds - self.first_id].to(dev)
 
+        def push():  # the pulled rows' gradients to their owners, into their tables' gradients
+            for t, (ids, rows) in pulled.items():
+                self.embedded[t].push(ids, rows)
+
         # dropout masks depend only on (seed, step, rank): a resumed run repeats them
-        return self.step(epoch * self.iterations + batch.index, epoch, forward, float(self.global_batch[batch.index]))
+        return self.step(epoch * self.iterations + batch.index, epoch, forward, float(self.global_batch[batch.index]),
+                         push if pulled else None)
 
     def epoch(self, epoch: int, evaluate: bool = True) -> EpochRecord:
         faults = minor_faults()
@@ -215,15 +232,16 @@ class SampledTrainer:
     # ---- what the run loop asks of a trainer (sylvie.train.protocol.Trainer) ----
 
     def state_dict(self) -> dict:
-        """Model, optimiser and lr schedule (sampling is seeded per epoch and minibatch: nothing else to save)."""
-        return {"model": self.model.state_dict(), "optimizer": self.opt.state_dict()}
+        """Model, optimiser and lr schedule (sampling is seeded per epoch and minibatch: nothing else to save),
+        embedding tables whole; collective."""
+        return self.weights_of.state_dict(self.opt.state_dict())
 
     def load_state_dict(self, state: dict, next_epoch: int) -> None:
-        self.model.load_state_dict(state["model"])
-        self.opt.load_state_dict(state["optimizer"])
+        self.opt.load_state_dict(self.weights_of.load(state))
 
     def weights(self) -> dict:
-        return copy.deepcopy(self.model.state_dict())
+        """A copy of the weights, embedding tables whole; collective."""
+        return copy.deepcopy(self.weights_of.whole(self.model.state_dict()))
 
     def summary(self) -> dict:
         return {"setup_bytes": self.setup_bytes, "cache_rows": self.cache_rows, "cache_seconds": self.cache_seconds,

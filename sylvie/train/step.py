@@ -115,17 +115,21 @@ class ModelStep:
         self.stats = CommStats()
 
     def __call__(self, step: int, epoch: int, forward: Callable[[], tuple[torch.Tensor, torch.Tensor]],
-                 num_targets: float) -> float:
+                 num_targets: float, after_backward: Callable[[], None] | None = None) -> float:
         """Step number ``step`` (of epoch ``epoch``): ``forward()`` returns the logits of this rank's targets and
         their labels; the gradient is that of the mean loss over all ranks' ``num_targets`` targets. Returns the
         loss summed over all ranks' targets (the same on every rank); raises ``TrainingDiverged`` before the
-        optimiser's step when it or a gradient is not finite (on every rank: the numbers are all-reduced)."""
+        optimiser's step when it or a gradient is not finite (on every rank: the numbers are all-reduced).
+        ``after_backward()``: what the step does between the backward pass and the gradients' all-reduce (a
+        sampled rank sends embedding rows' gradients to their owners)."""
         seed_generators(step_seed(self.seed, step, self.world, self.rank))
         self.model.train()
         self.opt.zero_grad()
         logits, labels = forward()
         loss_sum = F.cross_entropy(logits, labels, reduction="sum")
         (loss_sum / float(num_targets)).backward()
+        if after_backward is not None:
+            after_backward()
         total = loss_sum.detach().reshape(1).to(torch.float32).clone()
         grads_finite = all_reduce_gradients(self.model, self.stats, extra=total)
         loss = float(total)
