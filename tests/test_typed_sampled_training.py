@@ -1,7 +1,7 @@
 """Sampled training of a typed graph (R-GAT, R-GCN) under torchrun on the igbh preset (2 parts): the cache and the
 feature store change only where rows come from, across node types; Low-bit remote rows send fewer bytes; the VIP
-stage and the trainer take fanouts per relation; a fanout for an unknown relation, a relation left out and a graph
-with types learnt as embeddings are refused in one line naming the key."""
+stage and the trainer take fanouts per relation; a fanout for an unknown relation and a relation left out are refused
+in one line naming the key; types without features learn embeddings sampled (the mag preset)."""
 import json
 
 import pytest
