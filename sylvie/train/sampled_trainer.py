@@ -191,6 +191,8 @@ class SampledTrainer:
         faults = minor_faults()
         self.step.stats.reset()  # each part keeps its own account of the epoch
         self.features.begin_epoch()
+        for rows in self.embedded.values():
+            rows.stats.reset()
         self.preparer.begin_epoch()
         self.pipeline.begin_epoch()
         lr = self.opt.lr
@@ -210,7 +212,13 @@ class SampledTrainer:
         compute, wait = max(0.0, epoch_time - waited - reduce.seconds), waited + reduce.seconds
         times = rank_times_slots(self.ctx.rank, self.ctx.world, compute, wait, self.ctx.device,
                                  minor_faults() - faults)
-        fetch = self.features.end_epoch(self.ctx.device, extra=[times] if counts is None else [counts, times])
+        # the embedding rows' pulls and pushes: bytes sent and received, all ranks' (in the same collective)
+        learnt = torch.tensor([float(sum(r.stats.bytes_sent for r in self.embedded.values())),
+                               float(sum(r.stats.bytes_received for r in self.embedded.values()))],
+                              dtype=torch.float64, device=self.ctx.device)
+        fetch = self.features.end_epoch(self.ctx.device,
+                                        extra=[learnt, times] if counts is None else [learnt, counts, times])
+        learnt_sent, learnt_received = (int(x) for x in learnt.tolist())
         acc = accuracies(counts) if evaluate else NOT_EVALUATED
         rows = fetch.rows
         return EpochRecord(
@@ -218,8 +226,8 @@ class SampledTrainer:
             epoch_time=epoch_time, compute_time=compute, comm_time=wait,
             hidden_comm_time=max(0.0, self.preparer.sample_seconds + fetch.seconds - waited), codec_time=0.0,
             allreduce_time=reduce.seconds, sample_time=self.preparer.sample_seconds,
-            eval_time=eval_seconds, bits=self.sampling.remote_bits, bytes_sent=fetch.bytes_sent,
-            bytes_received=fetch.bytes_received, fp32_bytes_sent=fetch.fp32_bytes_sent,
+            eval_time=eval_seconds, bits=self.sampling.remote_bits, bytes_sent=fetch.bytes_sent + learnt_sent,
+            bytes_received=fetch.bytes_received + learnt_received, fp32_bytes_sent=fetch.fp32_bytes_sent + learnt_sent,
             allreduce_bytes=reduce.bytes_sent,
             batches=BatchEpoch(
                 minibatches=self.iterations,

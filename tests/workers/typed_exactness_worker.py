@@ -29,7 +29,8 @@ for name in archs:
         states.append(trainer.weights())
         losses.append(trainer.train_step(step))
         # (the last layer computes the target type only: the weights of the rest have no gradient)
-        grads.append({n: gather_rows(p.grad, *trainer.partitioned[n]) if n in trainer.partitioned else p.grad.clone()
+        tables = trainer.weights_of.partitioned
+        grads.append({n: gather_rows(p.grad, *tables[n]) if n in tables else p.grad.clone()
                       for n, p in trainer.model.named_parameters() if p.grad is not None})
     trainer.close()
     if ctx.rank == 0:
