@@ -99,6 +99,21 @@ def relation_key(hop: np.uint64, relation: int) -> np.uint64:
     return U64(hop) if relation == 0 else U64(mix64((int(hop) + relation * int(GOLDEN)) & MASK64))
 
 
+def relation_offsets(in_indptr: np.ndarray, in_relation: np.ndarray | None, num_relations: int) -> np.ndarray:
+    """The in-edges' offsets by (destination, relation), ``pick_neighbors``' ``indptr`` with ``stride``
+    ``num_relations``: v's edges of relation r are ``out[v * R + r]`` up to ``out[v * R + r + 1]``, for a topology
+    ordered by destination, then relation (``Topology.in_relation``); with one relation (or none given),
+    ``in_indptr`` itself."""
+    if in_relation is None or num_relations == 1:
+        return np.asarray(in_indptr, np.int64)
+    n = in_indptr.shape[0] - 1
+    pair = np.repeat(np.arange(n, dtype=np.int64) * num_relations, np.diff(in_indptr))
+    pair += in_relation
+    out = np.zeros(n * num_relations + 1, dtype=np.int64)
+    np.cumsum(np.bincount(pair, minlength=n * num_relations), out=out[1:])
+    return out
+
+
 def pick_neighbors(indptr: np.ndarray, src: np.ndarray, frontier: np.ndarray, fanout: int, key: np.uint64,
                    self_loop: bool = False, stride: int = 1, relation: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Each frontier vertex's picks: (offsets, picked), vertex i's sources ``picked[offsets[i]:offsets[i + 1]]``

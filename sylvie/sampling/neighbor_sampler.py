@@ -7,7 +7,7 @@ the rank's own part), its input vertices (the sources of the first block; the se
 ``fanouts`` in DGL's order (the first for the input layer), a self-loop per vertex when the model has one (drawn like
 any other in-edge). The picks are ``neighbor_picks``'s and the blocks ``sampled_blocks``'s.
 
-A typed graph (``typed_in_edges``: the topology's in-edges by destination and relation) is sampled per relation, as
+A typed graph (``relation_offsets``: the topology's in-edges by destination and relation) is sampled per relation, as
 DGL's sampler samples a heterograph: at every hop each frontier vertex of relation r's destination type draws
 ``fanouts[hop][r]`` of its in-edges of relation r, each relation from a random stream of its own
 (``relation_key``); the seeds are of the target type, and each hop is a ``TypedBlock`` (its input rows per node type,
@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from sylvie.graph_types import HOMOGENEOUS, GraphTypes
-from sylvie.sampling.neighbor_picks import hop_key, pick_neighbors, relation_key
+from sylvie.sampling.neighbor_picks import hop_key, pick_neighbors, relation_key, relation_offsets
 from sylvie.sampling.sampled_blocks import new_slot_map, sampled_block, sampled_typed_block
 
 TRAINING, PRESAMPLING = 0, 1  # random streams: the training's epochs, and the simulation cache policy's
@@ -44,21 +44,6 @@ class Minibatch:
         """Input rows of each node type (typed blocks), or of the one type."""
         first = self.blocks[0]
         return tuple(first.num_src) if isinstance(first.num_src, tuple) else (first.num_src,)
-
-
-def typed_in_edges(in_indptr: np.ndarray, in_relation: np.ndarray | None, num_relations: int) -> np.ndarray:
-    """The in-edges' offsets by (destination, relation): v's edges of relation r are ``indptr[v * R + r]`` up to
-    ``indptr[v * R + r + 1]`` (R: ``num_relations``), for a topology ordered by destination, then relation
-    (``Topology.in_relation``); with one relation, ``in_indptr`` itself."""
-    if num_relations == 1:
-        return np.asarray(in_indptr, np.int64)
-    n = in_indptr.shape[0] - 1
-    dst = np.repeat(np.arange(n, dtype=np.int64), np.diff(in_indptr))
-    dst *= num_relations
-    dst += in_relation
-    out = np.zeros(n * num_relations + 1, dtype=np.int64)
-    np.cumsum(np.bincount(dst, minlength=n * num_relations), out=out[1:])
-    return out
 
 
 def batch_sizes(num_seeds: int, iterations: int) -> np.ndarray:
@@ -99,7 +84,7 @@ class NeighborSampler:
             raise ValueError("a typed model's self-loop is a weight of its own, not a sampled edge")
         self.types, self.typed_blocks = types, typed_blocks or not types.homogeneous
         self.stride = len(types.relations)
-        self.indptr = typed_in_edges(in_indptr, in_relation, self.stride)
+        self.indptr = relation_offsets(in_indptr, in_relation, self.stride)
         self.src = in_src
         self.fanouts, self.self_loop = [tuple(int(x) for x in f) for f in per_hop], bool(self_loop)
         self.train_ids = np.asarray(train_ids, np.int64)

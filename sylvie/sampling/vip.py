@@ -47,6 +47,8 @@ from collections.abc import Sequence
 import numpy as np
 from numba import njit, prange
 
+from sylvie.sampling.neighbor_picks import relation_offsets
+
 # The analysis's files are sylvie.formats.vip_file's; sylvie/train/run.py still imports their reader from here.
 
 
@@ -65,14 +67,13 @@ def iterations_per_epoch(train_counts, batch_size: int) -> int:
 
 def _edge_weights(in_indptr, in_relation, fanouts_from_seeds):
     """Per hop, each in-edge's probability w_h(e) of being drawn by its destination (float64, edge order)."""
-    n = in_indptr.shape[0] - 1
     in_deg = np.diff(in_indptr)
     num_rel = _num_relations(in_relation, fanouts_from_seeds)
-    if num_rel > 1:  # each edge's (destination, relation) and that pair's degree
-        pair = np.repeat(np.arange(n, dtype=np.int64) * num_rel, in_deg) + in_relation
-        deg = np.bincount(pair, minlength=n * num_rel)[pair].astype(np.float64)
-    else:
-        deg = np.repeat(in_deg.astype(np.float64), in_deg)
+    offsets = relation_offsets(in_indptr, in_relation, num_rel)
+    pair = np.repeat(np.arange(in_indptr.shape[0] - 1, dtype=np.int64) * num_rel, in_deg)  # each edge's (v, r)
+    if num_rel > 1:
+        pair += in_relation
+    deg = (offsets[pair + 1] - offsets[pair]).astype(np.float64)
     for fanout in fanouts_from_seeds:
         f = np.asarray(fanout, np.float64)[in_relation] if num_rel > 1 else float(np.max(fanout))
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -96,18 +97,6 @@ def _seed_probability(n: int, train_nodes: np.ndarray, batch_size: float) -> np.
     if len(train_nodes):
         p[train_nodes] = min(1.0, batch_size / len(train_nodes))
     return p
-
-
-def _relation_offsets(in_indptr: np.ndarray, in_relation: np.ndarray | None, num_rel: int) -> np.ndarray:
-    """v's in-edges of relation r are ``out[v * num_rel + r]`` up to ``out[v * num_rel + r + 1]`` (the topology is
-    ordered by destination, then relation)."""
-    if in_relation is None or num_rel == 1:
-        return np.asarray(in_indptr, np.int64)
-    n = in_indptr.shape[0] - 1
-    pair = np.repeat(np.arange(n, dtype=np.int64) * num_rel, np.diff(in_indptr)) + in_relation
-    out = np.zeros(n * num_rel + 1, np.int64)
-    np.cumsum(np.bincount(pair, minlength=n * num_rel), out=out[1:])
-    return out
 
 
 @njit(cache=True, parallel=True, nogil=True)
@@ -144,7 +133,7 @@ def reverse_edges(in_indptr: np.ndarray, in_src: np.ndarray, in_relation: np.nda
         reverse_relation = [0] if in_relation is None else [-1] * (int(in_relation.max(initial=0)) + 1)
     rev = np.asarray(reverse_relation, np.int64)
     relation = np.zeros(1, np.int16) if in_relation is None else np.asarray(in_relation)
-    offsets = _relation_offsets(in_indptr, in_relation, len(rev))
+    offsets = relation_offsets(in_indptr, in_relation, len(rev))
     out = np.empty(in_src.shape[0], np.int64)
     _reverse_edges(np.asarray(in_indptr, np.int64), in_src, relation, in_relation is not None, offsets, len(rev),
                    rev, out)
@@ -190,7 +179,7 @@ def vertex_inclusion_probability(in_indptr: np.ndarray, in_src: np.ndarray, trai
     num_rel = _num_relations(in_relation, fanouts_from_seeds)
     rev = reverse_edges(in_indptr, in_src, in_relation, reverse_relation) if reverse is None else reverse
     relation = np.zeros(1, np.int16) if in_relation is None else np.asarray(in_relation)
-    offsets = _relation_offsets(in_indptr, in_relation, num_rel)
+    offsets = relation_offsets(in_indptr, in_relation, num_rel)
     fanout = _fanout_table(fanouts_from_seeds, num_rel)
     p0 = _seed_probability(n, train_nodes, batch_size)
     log_not_seed = np.log1p(-np.minimum(p0, 1.0 - 1e-15))
