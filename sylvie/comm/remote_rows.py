@@ -71,6 +71,13 @@ class RemoteRows:
         self.calls += 1
         if self.world == 1:
             return self._own(ids - self.part_offsets[0]), torch.arange(ids.numel())  # indexing copies
+        order, asked, send_counts, recv_counts = self._route(ids, owners)
+        answer = self._own(asked - self.part_offsets[self.rank])
+        return self._send_rows(answer.contiguous(), recv_counts, send_counts, key), order
+
+    def _route(self, ids: torch.Tensor, owners: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, list, list]:
+        """Each id to its owner (one all-to-all of counts, one of ids): ``ids``' order by owner, the ids this rank
+        got from each peer (by peer), and the counts sent to and received from each."""
         order = torch.argsort(owners, stable=True)
         want = ids[order]
         send_counts = torch.bincount(owners, minlength=self.world)
@@ -81,8 +88,7 @@ class RemoteRows:
         self.all_to_all(asked, want, recv_counts.tolist(), send_counts.tolist(), False)
         self.stats.add(seconds=time.perf_counter() - t0, sent=8 * want.numel(), received=8 * asked.numel(),
                        fp32_sent=8 * want.numel())
-        answer = self._own(asked - self.part_offsets[self.rank])
-        return self._send_rows(answer.contiguous(), recv_counts.tolist(), send_counts.tolist(), key), order
+        return order, asked, send_counts.tolist(), recv_counts.tolist()
 
     def send_to_owners(self, ids: torch.Tensor, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Each row of ``rows`` (fp32, one per id of ``ids``) to the owner of its id; returns what this rank
@@ -90,22 +96,14 @@ class RemoteRows:
         ids = ids.to(torch.long)
         if self.world == 1:
             return ids - self.part_offsets[0], rows
-        owners = self.owner(ids)
-        order = torch.argsort(owners, stable=True)
-        send_counts = torch.bincount(owners, minlength=self.world)
-        recv_counts = torch.empty_like(send_counts)
-        t0 = time.perf_counter()
-        self.all_to_all(recv_counts, send_counts, [1] * self.world, [1] * self.world, False)
-        recv, send = recv_counts.tolist(), send_counts.tolist()
-        got_ids = torch.empty(sum(recv), dtype=torch.long)
-        self.all_to_all(got_ids, ids[order], recv, send, False)
+        order, got_ids, send, recv = self._route(ids, self.owner(ids))
         dim = rows.shape[1]
         got = torch.empty((sum(recv), dim), dtype=torch.float32)
+        t0 = time.perf_counter()
         self.all_to_all(got.reshape(-1), rows[order].to(torch.float32).contiguous().reshape(-1),
                         [c * dim for c in recv], [c * dim for c in send], False)
-        sent = 8 * ids.numel() + 4 * rows.numel()
-        self.stats.add(seconds=time.perf_counter() - t0, sent=sent, received=8 * got_ids.numel() + 4 * got.numel(),
-                       fp32_sent=sent)
+        self.stats.add(seconds=time.perf_counter() - t0, sent=4 * rows.numel(), received=4 * got.numel(),
+                       fp32_sent=4 * rows.numel())
         return got_ids - self.part_offsets[self.rank], got
 
     def _send_rows(self, answer: torch.Tensor, send_counts: list[int], recv_counts: list[int],
