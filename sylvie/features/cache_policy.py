@@ -50,8 +50,10 @@ def _fitting(order: np.ndarray, row_bytes: np.ndarray | None, budget: int) -> np
     taken = np.cumsum(size) <= budget
     if not taken.all():  # past the first row that does not fit, the narrower ones that still do
         first = int(np.argmin(taken))
-        room, rest = budget - int(size[:first].sum()), []
+        room, rest, narrowest = budget - int(size[:first].sum()), [], int(size[first:].min())
         for i in range(first, len(order)):
+            if room < narrowest:  # nothing left fits
+                break
             if size[i] <= room:
                 rest.append(i)
                 room -= int(size[i])
@@ -108,5 +110,9 @@ def select_cache(policy: str, part: int, part_offsets: np.ndarray, budget: int, 
 def local_order(vip: np.ndarray, part: int, part_offsets: np.ndarray) -> np.ndarray:
     """Part ``part``'s own vertices, hottest (highest VIP) first, ties by id: the order of its rows in the
     feature store, so the fastest tier holds the rows most likely needed."""
-    own = np.arange(part_offsets[part], part_offsets[part + 1])
-    return own[np.lexsort((own, -np.asarray(vip)[own]))]
+    return hottest_first(vip, np.arange(part_offsets[part], part_offsets[part + 1]))
+
+
+def hottest_first(vip: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """``ids`` by VIP, highest first, ties by id (``local_order`` of any set of own vertices: one node type's)."""
+    return ids[np.lexsort((ids, -np.asarray(vip)[ids]))]

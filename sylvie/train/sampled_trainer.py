@@ -31,7 +31,7 @@ import torch.distributed as dist
 from sylvie.comm.collective import torch_all_to_all
 from sylvie.config import section
 from sylvie.errors import SylvieError
-from sylvie.features.cache_policy import cache_budget, cache_budget_bytes, select_cache
+from sylvie.features.cache_policy import cache_budget, cache_budget_bytes, hottest_first, select_cache
 from sylvie.features.embedding_rows import EmbeddingRows
 from sylvie.features.typed_features import TypedRankFeatures, TypeSpaces
 from sylvie.formats.epoch_record import NOT_EVALUATED, BatchEpoch, EpochRecord
@@ -113,7 +113,7 @@ class SampledTrainer:
             cached = self._select_cache(topology, offsets, train_ids, vip, widths[node_type] if self.typed else None)
             order = [spaces.own_ids(rank, t) for t in range(num_types)]
             if vip is not None:  # hottest first
-                order = [ids[np.lexsort((ids, -vip[ids]))] for ids in order]
+                order = [hottest_first(vip, ids) for ids in order]
             store = features or section("features")
             self.features = self.pipeline.run(lambda: TypedRankFeatures(
                 rank, spaces, type_feat, order, [cached[node_type[cached] == t] for t in range(num_types)],
