@@ -332,6 +332,8 @@ def _item_type(items: dict):
     kinds = items.get("type") or [k["type"] for k in items.get("oneOf", [])]
     kinds = kinds if isinstance(kinds, list) else [kinds]
     return _integer_or_object if sorted(kinds) == ["integer", "object"] else _TYPES[kinds[0]]
+
+
 _GIVEN = "_given_flags"  # attribute of the parsed arguments: dest -> the option string the user wrote
 
 

@@ -62,6 +62,12 @@ def _first_difference(found: pa.Schema, expected: pa.Schema) -> str:
     return f"{len(found)} fields, expected {len(expected)}"
 
 
+def _typed_layout(part_dir: Path, manifest: dict) -> dict:
+    """A typed partition's types and the global first id of each node type (then the node count)."""
+    return {"types": GraphTypes.from_json(manifest["types"], str(part_dir / "manifest.json")),
+            "type_offsets": np.concatenate([[0], np.cumsum(manifest["type_counts"])]).astype(np.int64)}
+
+
 def read_shard(part_dir: str | Path, part: int, manifest: dict | None = None) -> Shard:
     """Load shard ``part``, verifying checksum and schema first."""
     part_dir = Path(part_dir)
@@ -80,8 +86,7 @@ def read_shard(part_dir: str | Path, part: int, manifest: dict | None = None) ->
 
     typed = {}
     if widths is not None:
-        types = GraphTypes.from_json(manifest["types"], str(part_dir / "manifest.json"))
-        typed = dict(types=types, type_offsets=np.concatenate([[0], np.cumsum(manifest["type_counts"])]),
+        typed = dict(**_typed_layout(part_dir, manifest),
                      type_feat=tuple(None if w is None else feat(feat_column(t), w) for t, w in enumerate(widths)),
                      edge_relation=as_numpy(batch.column(RELATION_COLUMN).values))
         inner_feat = np.empty((arrays["global_id"].shape[0], 0), np.float32)
@@ -117,8 +122,7 @@ def read_topology(part_dir: str | Path, manifest: dict | None = None) -> Topolog
     batch = _verified_batch(path, entry["sha256"], "topology file", schema)
     cols = {name: as_numpy(batch.column(name).values) for name in schema.names}
     if typed:
-        cols.update(types=GraphTypes.from_json(manifest["types"], str(part_dir / "manifest.json")),
-                    type_offsets=np.concatenate([[0], np.cumsum(manifest["type_counts"])]).astype(np.int64))
+        cols.update(_typed_layout(part_dir, manifest))
     topo = Topology(**cols, part_offsets=np.asarray(entry["part_offsets"], dtype=np.int64))
     if topo.num_nodes != manifest["num_nodes"] or topo.in_src.shape[0] != manifest["num_edges"]:
         raise SylvieError(f"{path}: {topo.num_nodes} nodes and {topo.in_src.shape[0]} edges, the manifest says "
