@@ -3,6 +3,7 @@ split. Read with DGL, in the download stage only (no later stage needs DGL); whe
 says how to install it."""
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +14,7 @@ from sylvie.errors import SylvieError, one_line
 from sylvie.formats.splits import SPLITS
 
 DEFAULT_MASKS = ("train_mask", "val_mask", "test_mask")
+log = logging.getLogger(__name__)
 INSTALL = "pip install dgl==1.1.3 packaging (the CPU build is enough)"
 
 
@@ -22,6 +24,8 @@ def _load_graphs(path: Path):
     except ImportError:
         raise SylvieError(f"{path}: source dgl reads the file with DGL, which is not installed here: {INSTALL}, then "
                           f"rerun; or save the graph as Parquet files and use source: files") from None
+    if path.is_dir():
+        raise SylvieError(f"{path}: graph_file is a folder; name the file dgl.save_graphs wrote in it")
     if not path.is_file():
         raise SylvieError(f"{path}: graph_file: no such file")
     try:
@@ -30,7 +34,13 @@ def _load_graphs(path: Path):
         raise SylvieError(f"{path}: not a graph file written by dgl.save_graphs ({one_line(e)})") from None
     if not graphs:
         raise SylvieError(f"{path}: the file holds no graph")
-    return graphs[0]
+    g = graphs[0]
+    if len(g.ntypes) > 1 or len(g.canonical_etypes) > 1:
+        raise SylvieError(f"{path}: its first graph is typed ({len(g.ntypes)} node types: {', '.join(g.ntypes)}; "
+                          f"{len(g.canonical_etypes)} relations); source dgl reads a graph of one node type and one "
+                          f"relation: save dgl.to_homogeneous(g) (its types then are lost), or write each type and "
+                          f"relation as a table for source: files (node_tables, relations: docs/datasets.md)")
+    return g
 
 
 def count_nodes(options) -> int:
@@ -61,13 +71,30 @@ def load_dgl_file(name: str, options) -> Graph:
                           f"has a NaN, infinite or beyond-float32 feature ({int(bad.sum())} such nodes)")
     labels = _labels(_ndata(g, options.label_column, path).reshape(-1), options.label_column, path)
     names = list(options.mask_columns or (DEFAULT_MASKS if all(m in g.ndata for m in DEFAULT_MASKS) else ()))
-    masks = {s: _ndata(g, m, path).reshape(-1).astype(bool) for s, m in zip(SPLITS, names, strict=False)} \
+    some = [m for m in DEFAULT_MASKS if m in g.ndata]
+    if not names and some:
+        lacking = [m for m in DEFAULT_MASKS if m not in g.ndata]
+        log.warning(f"{path}: the graph has node data {' and '.join(some)} but no {' or '.join(lacking)}: its masks "
+                    f"are not used, the labelled nodes are split at random (train_fraction, val_fraction); to use "
+                    f"them, add the missing mask or name three in mask_columns")
+    masks = {s: _mask(_ndata(g, m, path).reshape(-1), m, path) for s, m in zip(SPLITS, names, strict=False)} \
         if names else None
     if masks is not None:
         check_split(masks, labels, lambda r: f"{path}, node {r}", options.label_column, names, path)
     src, dst = (t.numpy().astype(np.int64) for t in g.edges())
     return own_graph(name, src=src, dst=dst, features=features, labels=labels, class_names=None, masks=masks,
                      num_added=0, options=options, info={"graph_file": str(path)})
+
+
+def _mask(values: np.ndarray, name: str, path: Path) -> np.ndarray:
+    """A split's mask from node data ``name``: booleans, or numbers that are all 0 or 1."""
+    if values.dtype != np.bool_:
+        bad = (values != 0) & (values != 1)
+        if bad.any():
+            r = int(np.flatnonzero(bad)[0])
+            raise SylvieError(f"{path}: node data '{name}': node {r} has {values[r]:g}, not a mask value "
+                              f"({int(bad.sum())} such nodes); a mask is boolean, or 0 and 1")
+    return values.astype(bool)
 
 
 def _labels(values: np.ndarray, column: str, path: Path) -> np.ndarray:
