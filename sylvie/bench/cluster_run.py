@@ -21,6 +21,7 @@ from sylvie.formats.epoch_record import EpochRecord, read_metrics
 from sylvie.formats.rank_failures import ENV as FAILURE_ENV
 from sylvie.formats.rank_failures import describe, first_failure
 from sylvie.launch.torchrun import multinode_argv
+from sylvie.output_dir import RUN, check_replaceable
 
 RDZV_PORT = 29611
 
@@ -43,6 +44,7 @@ def train_on_cluster(partition_dir: str | Path, out_dir: str | Path, nodes: int,
                      log_dir: str | Path | None = None) -> list[EpochRecord]:
     """Train on ``partition_dir`` (``nodes`` parts) with ``nodes`` emulated machines joined by ``rate`` links;
     returns the metrics records (rank 0's ``metrics.jsonl`` under ``out_dir``)."""
+    check_replaceable(out_dir, RUN, inputs=(partition_dir,))  # before the node logs are written into it
     out_dir = Path(out_dir)
     log_dir = Path(log_dir or out_dir)
     log_dir.mkdir(parents=True, exist_ok=True)

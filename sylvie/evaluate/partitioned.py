@@ -33,12 +33,13 @@ def evaluate_partitioned(partition_dir: str | Path, model_path: str | Path, out_
                          predictions: str | Path | None = None, dataset_dir: str | Path | None = None) -> dict | None:
     """On every rank of a run with one rank per part; rank 0 writes ``out_path`` (and ``predictions``) and returns
     eval.json's content, the other ranks None. Waits on peers are bounded by the run's ``train.timeout``."""
-    check_outputs(out_path, predictions, {"--model": model_path, "--partition": partition_dir})
-    check_location(out_path, inputs=(partition_dir, model_path), stage="sylvie evaluate")
+    given = {"--model": model_path, "--partition": partition_dir,
+             **({"--dataset": dataset_dir} if dataset_dir is not None else {})}  # every input: never written over
+    check_outputs(out_path, predictions, given)
+    check_location(out_path, inputs=tuple(given.values()), stage="sylvie evaluate")
     if predictions:
         check_predictions_path(predictions)
-        check_location(predictions, inputs=(partition_dir, model_path), stage="sylvie evaluate",
-                       flag="--predictions")
+        check_location(predictions, inputs=tuple(given.values()), stage="sylvie evaluate", flag="--predictions")
     manifest = read_manifest(partition_dir)
     if predictions and dataset_dir is not None:
         _check_dataset(dataset_dir, manifest)
