@@ -38,11 +38,13 @@ def _export(args) -> None:
                           shuffle_seed=args.shuffle, pairs=args.pairs, edge_columns=tuple(args.edge_columns),
                           node_key=args.node_key, label_column=args.label_column, split_column=args.split_column,
                           feature_prefix=args.feature_prefix)
+    if args.name is not None and not args.name.strip():
+        raise SylvieError("--name: empty; give the dataset's name in the printed config, or leave --name out")
     entry = export_graph(args.dataset, args.out, layout)
     log.info(f"wrote {entry['edges']} and {entry['node_table']}; a config reads them back with:")
     # the command's output (stdout), to paste or pipe into a config
-    print(yaml.safe_dump({"datasets": {args.name or Path(args.dataset).name: entry}}, sort_keys=False,
-                         default_flow_style=None).rstrip())
+    name = args.name or Path(os.path.abspath(args.dataset)).name  # "." is named for the folder it is
+    print(yaml.safe_dump({"datasets": {name: entry}}, sort_keys=False, default_flow_style=None).rstrip())
 
 
 def _partition(args) -> None:
@@ -227,22 +229,24 @@ def build_parser() -> argparse.ArgumentParser:
                                    "files a graph of your own comes in (what `source: files` reads), and print the "
                                    "datasets: entry that reads them back.")
     x.add_argument("dataset", help="canonical graph directory written by `sylvie download`")
-    x.add_argument("--out", required=True, help="folder to write edges.<ext> and nodes.<ext> into")
+    x.add_argument("--out", required=True, help="folder to write edges.<ext>, nodes.<ext> and export.json into (a "
+                                                "new one, or an earlier export's, which is replaced)")
     x.add_argument("--format", choices=("parquet", "arrow", "csv", "tsv"), default="parquet",
                    help="file kind (parquet: features as one list column 'feat'; csv, tsv: a column a dimension)")
     x.add_argument("--gzip", action="store_true", help="csv, tsv: gzip the files (.csv.gz)")
     x.add_argument("--pairs", action="store_true", help="one row an undirected edge (read back with directed: "
                                                         "false); default: every stored directed edge")
     x.add_argument("--id-prefix", metavar="TEXT", help="nodes' ids as strings: TEXT then the node's number, "
-                                                       "zero-padded; default: the numbers")
-    x.add_argument("--class-names", nargs="+", metavar="NAME", help="labels as these names, one a class in order")
+                                                       "zero-padded; default: the dataset's own ids, else the numbers")
+    x.add_argument("--class-names", nargs="+", metavar="NAME", help="labels as these names, one a class in order; "
+                                                                     "default: the dataset's own, else numbers")
     x.add_argument("--shuffle", type=int, metavar="SEED", help="the node table's rows in a random order (seeded)")
     x.add_argument("--edge-columns", nargs=2, default=["src", "dst"], metavar=("SRC", "DST"),
                    help="the edge list's columns (default: src dst)")
     x.add_argument("--node-key", default="node", help="the node table's id column (default: node)")
     x.add_argument("--label-column", default="label", help="the label column (default: label)")
     x.add_argument("--split-column", default="split", help="the split column: train, val, test or empty")
-    x.add_argument("--feature-prefix", default="f", help="csv, tsv: the feature columns' prefix (default: f)")
+    x.add_argument("--feature-prefix", help="csv, tsv: the feature columns' prefix (default: f)")
     x.add_argument("--name", help="the dataset's name in the printed config (default: DATASET's folder name)")
     x.set_defaults(func=_export)
 
@@ -368,7 +372,7 @@ def _error(stage: str, message: str) -> None:
 
 # the stages whose --out one process writes (train locks its run directory itself; a partition-parallel evaluate
 # writes on rank 0)
-_LOCKED_STAGES = ("download", "partition", "vip", "evaluate", "report")
+_LOCKED_STAGES = ("download", "export", "partition", "vip", "evaluate", "report")
 
 
 def _output_lock(args):

@@ -59,7 +59,12 @@ class OutputKind:
                 if not all(k in marker for k in self.marker_keys):
                     foreign.append(f"{self.marker} (not one written by {self.stage})")
             except (OSError, ValueError):
-                foreign.append(f"{self.marker} (missing or not readable)")
+                if (directory / self.marker).exists():
+                    foreign.append(f"{self.marker} (not readable)")
+                else:  # files of our names, which nothing says we wrote (a user's own nodes.csv)
+                    named = [n for n in names if n != SNAKEMAKE_TIMESTAMP]
+                    shown = ", ".join(named) if len(named) <= 3 else f"{named[0]} and {len(named) - 1} more"
+                    foreign.append(f"{shown} but no {self.marker}, which {self.stage} writes with them")
         return foreign
 
 
@@ -73,13 +78,16 @@ VIP = OutputKind("VIP analysis", "sylvie vip", "manifest.json", ("kind", "fanout
                  r"manifest\.json|vip-\d+\.npy")
 PARTITION = OutputKind("partition", "sylvie partition", "manifest.json", ("format_version", "parts", "num_parts"),
                        r"manifest\.json|part-\d+\.arrow|topology\.arrow")
+# the files `sylvie export` writes, and export.json, which tells a folder of them from a user's own files
+EXPORT = OutputKind("graph export", "sylvie export", "export.json", ("format_version", "dataset", "fingerprint"),
+                    r"export\.json|(edges|nodes)\.(parquet|arrow|csv|tsv)(\.gz)?")
 
 
 def identify(directory: str | os.PathLike) -> str | None:
     """Which of our outputs ``directory`` is, in words naming the file that tells ("a partition directory
     (manifest.json of `sylvie partition`)"); None when it is none of them."""
     d = Path(directory)
-    for kind in (VIP, PARTITION, CANONICAL_GRAPH):
+    for kind in (VIP, PARTITION, CANONICAL_GRAPH, EXPORT):
         try:
             marker = json.loads((d / kind.marker).read_text())
         except (OSError, ValueError):

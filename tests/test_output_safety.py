@@ -3,7 +3,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import BIN, CORA_RAW, run
+from conftest import BIN, CORA_RAW, refused_line, run
 
 
 def sylvie(*args, **kw):
@@ -113,3 +113,82 @@ def test_train_refuses_a_directory_that_is_not_a_run_directory(cora_partitions, 
     assert p.returncode == 2 and "paper.tex" in p.stderr and "not a run directory" in p.stderr
     assert (out / "model.pt").read_text() == "someone else's model"
     assert sorted(os.listdir(out)) == ["model.pt", "paper.tex"]
+
+
+def _files(folder: Path) -> dict:
+    """Every file under ``folder`` and its bytes."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.unit
+def test_no_stage_writes_over_its_input_or_files_it_did_not_write(tmp_path, capsys, monkeypatch):
+    """`sylvie export` as every stage: never the dataset, inside it or around it, never the current directory, never
+    a folder of a user's files; all or nothing on a full disk, replacing only its own earlier export. Partition-
+    parallel evaluation never writes into the --dataset it reads, nor the cluster bench into its --partition."""
+    import errno
+
+    import sylvie.data.export as export
+    from sylvie.cli import main
+    from sylvie.config import section
+    from sylvie.data.registry import download
+    from sylvie.errors import SylvieError
+
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in/nodes.csv").write_text("id,f0,label,split\na,1,0,train\nb,0,1,val\nc,1,1,test\n")
+    (tmp_path / "in/edges.csv").write_text("src,dst\na,b\nb,c\n")
+    entry = {"source": "files", "edges": str(tmp_path / "in/edges.csv"), "node_table": str(tmp_path / "in/nodes.csv"),
+             "node_key": "id", "feature_columns": ["f*"], "split_column": "split"}
+    dataset = tmp_path / "data/mine"
+    download("mine", dataset, section("dataset", entry))
+    # a files source whose files are inside its --out
+    with pytest.raises(SylvieError, match=r"refusing --out .*/in: it is a parent of this stage's input"):
+        download("mine", tmp_path / "in", section("dataset", entry))
+    kept = _files(tmp_path)
+
+    def refused(*argv) -> str:
+        line = refused_line([str(a) for a in argv], capsys)
+        assert _files(tmp_path) == kept, f"{argv}: something was written or changed"
+        return line
+
+    monkeypatch.chdir(tmp_path / "in")
+    assert "refusing --out ../data/mine: it is this stage's input ../data/mine" in \
+        refused("export", "../data/mine", "--out", "../data/mine", "--format", "arrow")
+    assert "it is inside this stage's input" in refused("export", dataset, "--out", dataset / "files")
+    assert "it is a parent of this stage's input" in refused("export", dataset, "--out", tmp_path / "data")
+    assert "refusing --out .: it is the current directory" in refused("export", dataset, "--out", ".")
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "nodes.csv").write_text("my own")
+    kept = _files(tmp_path)
+    assert "it holds nodes.csv but no export.json, which sylvie export writes with them); nothing was changed" in \
+        refused("export", dataset, "--out", mine, "--format", "csv")
+
+    # an earlier export is replaced whole; a full disk leaves it as it was, and no temporary beside it
+    out = tmp_path / "export"
+    assert main(["export", str(dataset), "--out", str(out), "-q"]) == 0
+    assert main(["export", str(dataset), "--out", str(out), "--format", "csv", "-q"]) == 0
+    assert sorted(os.listdir(out)) == ["edges.csv", "export.json", "nodes.csv"]
+    write = export._write
+
+    def disk_full(path, *args):
+        write(path, *args)
+        if path.name.startswith("nodes"):
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(export, "_write", disk_full)
+    kept = _files(tmp_path)
+    assert f"{out}: could not be written: the disk is full" in refused("export", dataset, "--out", out)
+    assert f"{out.parent / 'new'}: could not be written: the disk is full" in \
+        refused("export", dataset, "--out", out.parent / "new")
+    assert not [n for n in os.listdir(tmp_path) if n.startswith(".")]
+
+    # the other stages: evaluate's outputs never in its --dataset; the cluster bench's node logs not in --partition
+    for flags in (["--out", dataset / "meta.json"], ["--out", tmp_path / "eval.json", "--predictions",
+                                                     dataset / "predictions.csv"]):
+        assert "is inside the input --dataset" in refused("evaluate", "--partition", tmp_path / "p", "--dataset",
+                                                          dataset, "--model", tmp_path / "model.pt", *flags)
+    (tmp_path / "p").mkdir()
+    kept = _files(tmp_path)
+    assert "refusing --out" in refused("bench", "cluster", "--partition", tmp_path / "p", "--out", tmp_path / "p",
+                                       "--nodes", "2")
+    assert not os.listdir(tmp_path / "p")
