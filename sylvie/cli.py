@@ -366,6 +366,7 @@ def _error(stage: str, message: str) -> None:
     from sylvie.formats.rank_failures import record_failure
 
     rank = os.environ.get("RANK") if "LOCAL_RANK" in os.environ else None
+    message = message.removeprefix(f"sylvie {stage}: ")  # a message that names its stage already (output_dir's)
     log.error(f"sylvie {stage}: error{'' if rank is None else f' on rank {rank}'}: {message}")
     record_failure(message)
 
