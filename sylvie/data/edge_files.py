@@ -117,6 +117,9 @@ def read_edge_rows(options, keys: pa.Array | None, num_nodes: int, dst: tuple | 
         lookups = [(_Lookup(k, add) if k is not None else None, n, f" ({what}: node type {t!r})")
                    for k, n, t in ((keys, num_nodes, src_type), dst)]
     names = list(options.edge_columns)
+    if kind != "npy" and names[0] == names[1]:
+        raise SylvieError(f"{files[0]}: {what}: edge_columns names column '{names[0]}' both as the source and as the "
+                          f"destination; name the two columns of an edge")
     if kind == "npy":
         arrays = [_npy_pairs(f) for f in files]
         columns = [_Column(sum(a.shape[0] for a in arrays)) for _ in range(2)]
@@ -146,7 +149,11 @@ def _npy_pairs(path) -> np.ndarray:
     if arr.ndim != 2 or 2 not in arr.shape or not np.issubdtype(arr.dtype, np.integer):
         raise SylvieError(f"{path}: edges: a {arr.dtype} array of shape {arr.shape}; an .npy edge list is integers of "
                           f"shape (M, 2), or (2, M) as OGB's edge_index")
-    return arr.T if arr.shape[0] == 2 and arr.shape[1] != 2 else arr
+    if arr.shape == (2, 2):
+        raise SylvieError(f"{path}: edges: an array of shape (2, 2), which may be two edges as rows (M, 2) or as "
+                          f"columns (2, M, OGB's edge_index): the two cannot be told apart; give these edges as a "
+                          f"CSV or Parquet edge list with src and dst columns")
+    return arr.T if arr.shape[0] == 2 else arr
 
 
 def _as_type(values: pa.Array, t: pa.DataType, name_row, what: str, advice: str) -> pa.Array:

@@ -7,7 +7,13 @@ Every error names the file and, where it applies, the column and the first bad r
 """
 from __future__ import annotations
 
+import csv
+import errno
 import fnmatch
+import gzip
+import os
+import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +30,7 @@ from sylvie.errors import SylvieError, one_line
 KINDS = {".parquet": "parquet", ".pq": "parquet", ".arrow": "arrow", ".feather": "arrow", ".ipc": "arrow",
          ".csv": "csv", ".tsv": "tsv", ".npy": "npy"}
 _DELIMITER = {"csv": ",", "tsv": "\t"}
+_SEPARATOR = {"\t": "tabs", ";": "semicolons", "|": "bars", ",": "commas"}
 _CHUNK_BYTES = 16 << 20  # CSV text, or Parquet and Arrow data (uncompressed), per chunk
 _BATCH_ROWS = 1 << 20  # rows of an .npy array per chunk
 
@@ -50,29 +57,62 @@ def file_kind(path: Path, what: str) -> str:
     return kind
 
 
-def listed(folder: Path) -> list[Path]:
-    """What a folder given as a table holds, in name order: hidden files and Spark's ``_SUCCESS`` markers skipped."""
-    return sorted(p for p in Path(folder).iterdir() if not p.name.startswith((".", "_")))
+def listed(folder: Path, what: str = "") -> list[Path]:
+    """The files of a folder given as a table, in name order: hidden files and Spark's ``_SUCCESS`` markers skipped,
+    every other entry a readable regular file (a link to one is read) or a SylvieError naming it: a folder given
+    as a table is read whole, so that nothing in it is left out without a word."""
+    entries = sorted(p for p in Path(folder).iterdir() if not p.name.startswith((".", "_")))
+    folders = [p.name for p in entries if p.is_dir()]
+    if folders:
+        raise SylvieError(f"{_at(folder, what)}the folder holds folders ({', '.join(folders[:3])}); give a folder of "
+                          f"files of one kind (a partitioned layout's folders are not read)")
+    for p in entries:
+        check_entry(p, what)
+    return entries
+
+
+def _at(path, what: str) -> str:
+    """The start of an error line about ``path``, read as ``what`` (where the config names it) if given."""
+    return f"{path}: {what}: " if what else f"{path}: "
+
+
+def check_entry(path: Path, what: str) -> None:
+    """A SylvieError unless ``path`` (a folder's entry or a file given) is a readable regular file, or a link to
+    one."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as e:
+        if not os.path.lexists(path):
+            raise SylvieError(f"{_at(path, what)}no such file or folder; check the path (relative paths are from the "
+                              f"directory the command runs in)") from None
+        if e.errno == errno.ELOOP:
+            raise SylvieError(f"{_at(path, what)}a symbolic link that leads back to itself (a loop); replace it "
+                              f"with the file it should name, or remove it") from None
+        if e.errno == errno.ENOENT:
+            raise SylvieError(f"{_at(path, what)}a symbolic link to {os.readlink(path)}, which does not exist; "
+                              f"restore its target, or remove the link") from None
+        raise SylvieError(f"{_at(path, what)}cannot be read ({one_line(e)})") from None
+    if not stat.S_ISREG(mode):
+        kind = ("a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else
+                "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file")
+        raise SylvieError(f"{_at(path, what)}{kind}, not a file of the table; give regular files only (of a folder "
+                          f"every entry is read but hidden and _-prefixed ones), or remove it")
+    if not os.access(path, os.R_OK):
+        raise SylvieError(f"{_at(path, what)}not readable (permission denied); make it readable (chmod a+r) or "
+                          f"remove it")
 
 
 def files_of(path: str | Path, what: str, kinds: tuple[str, ...]) -> tuple[list[Path], str]:
     """The files of ``path`` (itself, or a folder's files: ``listed``) and their one kind, which must be among
-    ``kinds``."""
+    ``kinds``, each checked to hold what its name says (``check_content``)."""
     path = Path(path)
     if path.is_dir():
-        entries = listed(path)
-        folders = [p.name for p in entries if p.is_dir()]
-        if folders:
-            raise SylvieError(f"{path}: {what}: the folder holds folders ({', '.join(sorted(folders)[:3])}); give a "
-                              f"folder of files of one kind (a partitioned layout's folders are not read)")
-        files = [p for p in entries if p.is_file()]
+        files = listed(path, what)
         if not files:
             raise SylvieError(f"{path}: {what}: the folder holds no files")
-    elif path.is_file():
-        files = [path]
     else:
-        raise SylvieError(f"{path}: {what}: no such file or folder; check the path (relative paths are from the "
-                          f"directory the command runs in)")
+        check_entry(path, what)
+        files = [path]
     found = {file_kind(f, what) for f in files}
     if len(found) > 1:
         raise SylvieError(f"{path}: {what}: the folder mixes file kinds ({', '.join(sorted(found))}); keep one kind")
@@ -80,7 +120,65 @@ def files_of(path: str | Path, what: str, kinds: tuple[str, ...]) -> tuple[list[
     if kind not in kinds:
         raise SylvieError(f"{files[0]}: {what}: a {kind} file cannot hold this table; give "
                           f"{' or '.join(sorted(set(kinds)))}")
+    for f in files:
+        check_content(f, kind, what)
     return files, kind
+
+
+# how each kind of file begins (a legacy Arrow stream, before Arrow 0.15, began otherwise: not read)
+_MAGIC = ((b"PAR1", "parquet"), (b"ARROW1", "arrow"), (b"\xff\xff\xff\xff", "arrow"), (b"FEA1", "feather1"),
+          (b"\x93NUMPY", "npy"), (b"\x1f\x8b", "gzip"), (b"PK\x03\x04", "zip"))
+_SAID = {"parquet": "a Parquet file", "arrow": "an Arrow IPC/Feather file", "npy": "an .npy array",
+         "feather1": "a Feather V1 file", "gzip": "gzip-compressed", "zip": "a zip archive (.npz, .xlsx, ...)",
+         "csv": "CSV text", "tsv": "TSV text"}
+_SUFFIX = {"parquet": ".parquet", "arrow": ".arrow", "npy": ".npy", "gzip": ".gz"}
+
+
+def content_kind(head: bytes) -> str | None:
+    """The kind of file whose first bytes are ``head`` (one of ``_MAGIC``'s), None for text or anything else."""
+    return next((kind for magic, kind in _MAGIC if head.startswith(magic)), None)
+
+
+def check_content(path: Path, kind: str, what: str) -> None:
+    """A SylvieError naming ``path`` where it cannot hold a table of ``kind`` (its name's): empty, of another kind
+    by its first bytes (a CSV named .parquet, a gzip file not named .gz), a Feather V1 file, or a Parquet file cut
+    short."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8)
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(size - 4, 0))
+            tail = f.read(4)
+    except OSError as e:
+        raise SylvieError(f"{path}: {what}: cannot be read ({one_line(e)})") from None
+    if size == 0:
+        raise SylvieError(f"{path}: {what}: the file is empty (0 bytes); write the table into it"
+                          f"{' (at least its header line)' if kind in _DELIMITER else ''}, or remove it")
+    found = content_kind(head)
+    if found == "feather1":
+        raise SylvieError(f"{path}: {what}: a Feather V1 file, an old format that cannot be read in chunks; write it "
+                          f"again as Feather V2, e.g. pyarrow.feather.write_feather(pyarrow.feather.read_table(OLD), "
+                          f"NEW) (pandas' to_feather writes V2)")
+    if kind in _DELIMITER:
+        gz = path.suffix.lower() == ".gz"
+        if gz and found != "gzip":
+            raise SylvieError(f"{path}: {what}: not gzip-compressed, though its name ends .gz; "
+                              + (f"it is {_SAID[found]}: name it by its kind" if found else
+                                 "rename it without the .gz"))
+        if not gz and found == "gzip":
+            raise SylvieError(f"{path}: {what}: gzip-compressed, though its name does not end .gz; rename it "
+                              f"{path.name}.gz")
+        if found is None or gz:
+            return
+    if found != kind:
+        rename = f"rename it to {_SUFFIX[found]}" if found in _SUFFIX else "convert it"
+        raise SylvieError(f"{path}: {what}: " + (
+            f"the file is {_SAID[found]}, not {_SAID[kind]} as its name says; {rename}" if found else
+            f"not {_SAID[kind]} (it does not begin as one does): damaged, or of another kind than its name says; "
+            f"write it again, or name it by its kind"))
+    if kind == "parquet" and tail != b"PAR1":
+        raise SylvieError(f"{path}: {what}: the Parquet file is cut short (its end, the footer, is missing): "
+                          f"copy or write it again")
 
 
 def is_text(t: pa.DataType) -> bool:
@@ -115,6 +213,31 @@ def _csv_header(path: Path, kind: str) -> list[str]:
         return reader.schema.names
 
 
+def _csv_problem(path: Path, kind: str, e: Exception, what: str) -> None:
+    """Arrow's error on a CSV, where it names a column by number or a row by its text, as a SylvieError naming the
+    line and the column (found by reading the file again, on the way to the error only); else nothing."""
+    text = str(e)
+    value = re.search(r"In CSV column #(\d+): (?:Row #\d+: )?CSV conversion error to (\w+): invalid value '(.*)'",
+                      text, re.S)
+    width = re.search(r"Expected (\d+) columns, got (\d+)", text)
+    if not (value or width):
+        return
+    opener = gzip.open if path.suffix.lower() == ".gz" else open
+    with opener(path, "rt", newline="", encoding="utf-8-sig", errors="replace") as f:
+        rows = csv.reader(f, delimiter=_DELIMITER[kind])
+        header = next(rows, [])
+        for row in rows:
+            if value and int(value[1]) < len(row) and row[int(value[1])] == value[3]:
+                col = header[int(value[1])] if int(value[1]) < len(header) else f"#{value[1]}"
+                said = {"double": "a number", "bool": "true/false or 1/0"}.get(value[2], value[2])
+                raise SylvieError(f"{path}, line {rows.line_num}: {what + ': ' if what else ''}column '{col}': "
+                                  f"{value[3]!r} is not {said}; every value of a column must be of its kind")
+            if width and len(row) != len(header):
+                raise SylvieError(f"{path}, line {rows.line_num}: {what + ': ' if what else ''}{len(row)} fields "
+                                  f"where the header has {len(header)}; quote a field that holds "
+                                  f"{'a comma' if kind == 'csv' else 'a tab'}, or fix the line")
+
+
 def column_names(path: Path, kind: str) -> list[str]:
     """The columns of one file, in its order (a CSV's header)."""
     try:
@@ -124,7 +247,10 @@ def column_names(path: Path, kind: str) -> list[str]:
             return _arrow_schema(path).names
         return _csv_header(path, kind)
     except (pa.ArrowException, OSError, ValueError) as e:
-        raise SylvieError(f"{path}: not a readable {kind} file ({one_line(e)})") from None
+        if kind in _DELIMITER and isinstance(e, pa.ArrowException):
+            _csv_problem(path, kind, e, "")
+        raise SylvieError(f"{path}: not a readable {kind} file ({one_line(e)}); it is damaged, cut short or of "
+                          f"another kind: write it again") from None
 
 
 def _arrow_reader(path: Path):
@@ -140,18 +266,54 @@ def _arrow_schema(path: Path) -> pa.Schema:
 
 
 def match_columns(path: Path, names: list[str], wanted: list[str], what: str) -> list[str]:
-    """The columns of ``names`` that ``wanted`` names, globs (``f*``) expanded in the file's order; a missing one is
-    a SylvieError naming the file and the columns it has."""
+    """The columns of ``names`` that ``wanted`` names, globs (``f*``) expanded in the file's order; a missing one,
+    or one the file has twice, is a SylvieError naming the file and the columns it has."""
     out = []
     for w in wanted:
-        hits = [n for n in names if fnmatch.fnmatchcase(n, w)] if any(c in w for c in "*?[") else \
-            [w] if w in names else []
+        hits = [n for n in names if fnmatch.fnmatchcase(n, w)] if is_glob(w) else [w] if w in names else []
         if not hits:
             shown = ", ".join(names[:12]) + (f", ... ({len(names)} columns)" if len(names) > 12 else "")
+            other = next((d for d in "\t;|," if len(names) == 1 and d in names[0]), None)
+            if other:  # a TSV named .csv, a CSV named .tsv, or another separator
+                raise SylvieError(f"{path}: {what}: the header is one column, {names[0]!r}, separated by "
+                                  f"{_SEPARATOR[other]}: CSV (.csv) is comma-separated and TSV (.tsv) tab-separated; "
+                                  f"name the file by its separator, or write it with commas")
             raise SylvieError(f"{path}: {what}: no column '{w}' (the file has {shown}); name the column in the "
                               f"config")
+        twice = [n for n in dict.fromkeys(hits) if names.count(n) > 1]
+        if twice:
+            raise SylvieError(f"{path}: {what}: the file has {names.count(twice[0])} columns named '{twice[0]}', "
+                              f"so which one is meant is unknown; rename them apart")
         out += hits
     return out
+
+
+def is_glob(name: str) -> bool:
+    """Whether a configured column name is a glob (``f*``) rather than a name."""
+    return any(c in name for c in "*?[")
+
+
+def table_columns(files: list[Path], kind: str, wanted: list[str], what: str) -> list[str]:
+    """The columns ``wanted`` names (globs expanded, ``match_columns``), in the first file's order: the same in
+    every file of a folder, else a SylvieError naming the file and the column it has or lacks that the first file
+    does not: the files of a folder are one table."""
+    found = match_columns(files[0], column_names(files[0], kind), wanted, what)
+    for f in files[1:]:
+        names = column_names(f, kind)
+        lacks = [c for c in found if c not in names]
+        if lacks:
+            raise _unlike_first(f, files[0], lacks[0], what)
+        extra = [c for c in match_columns(f, names, wanted, what) if c not in found]
+        if extra:
+            glob = next(w for w in wanted if fnmatch.fnmatchcase(extra[0], w))
+            raise SylvieError(f"{f}: {what}: column '{extra[0]}' (matched by '{glob}') is not in {files[0].name}; "
+                              f"the files of a folder are one table: give every file the same columns")
+    return found
+
+
+def _unlike_first(path: Path, first: Path, column: str, what: str) -> SylvieError:
+    return SylvieError(f"{path}: {what}: no column '{column}', which {first.name} has; the files of a folder are "
+                       f"one table: give every file the same columns")
 
 
 def num_rows(files: list[Path], kind: str) -> int | None:
@@ -180,7 +342,11 @@ def chunks(files: list[Path], kind: str, columns: list[str], what: str,
     value ``NA`` is the text NA); a column's type is ``column_types``' (the caller's: text for ids, labels and
     splits, float64 for features), else inferred from the file's first 16 MB."""
     for path in files:
-        match_columns(path, column_names(path, kind), columns, what)
+        names = column_names(path, kind)
+        lacks = [c for c in columns if c not in names]
+        if lacks and path != files[0]:
+            raise _unlike_first(path, files[0], lacks[0], what)
+        match_columns(path, names, columns, what)
         first = 0
         try:
             for batch in _batches(path, kind, columns, column_types or {}):
@@ -192,6 +358,8 @@ def chunks(files: list[Path], kind: str, columns: list[str], what: str,
                 # 1M-row chunks, 0.80 GB with 16 MB chunks and 0.60 GB with these releases too
                 pa.default_memory_pool().release_unused()
         except pa.ArrowException as e:
+            if kind in _DELIMITER:
+                _csv_problem(path, kind, e, what)
             where = f"{row_name(path, first)} or after"
             if "conversion error" in str(e).lower():  # CSV: a value that is not of its column's type
                 raise SylvieError(f"{where}: {what}: {one_line(e)}; every value of a column must be of one kind "
@@ -235,10 +403,18 @@ def _batches(path: Path, kind: str, columns: list[str], column_types: dict) -> I
 
 def read_npy(path: Path, what: str) -> np.ndarray:
     """An ``.npy`` array, memory-mapped (read in place, chunk by chunk by whoever indexes it)."""
+    check_entry(Path(path), what)
+    check_content(Path(path), "npy", what)
     try:
         return np.load(path, mmap_mode="r", allow_pickle=False)
-    except (OSError, ValueError) as e:
+    except ValueError as e:
+        if "object" in str(e) or "pickle" in str(e):
+            raise SylvieError(f"{path}: {what}: an array of Python objects, which is not read; save an array of "
+                              f"numbers (numpy.save of an int64 or float32 array)") from None
         raise SylvieError(f"{path}: {what}: not a readable .npy array ({one_line(e)})") from None
+    except (OSError, EOFError) as e:
+        raise SylvieError(f"{path}: {what}: not a readable .npy array, damaged or cut short ({one_line(e)}); write "
+                          f"it again") from None
 
 
 def ranges(total: int, step: int = _BATCH_ROWS) -> Iterator[slice]:
