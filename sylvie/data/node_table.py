@@ -18,11 +18,13 @@ from sylvie.data.table_files import (
     decoded,
     files_of,
     filled,
+    is_glob,
     is_text,
     match_columns,
     num_rows,
     read_npy,
     row_name,
+    table_columns,
 )
 from sylvie.errors import SylvieError
 from sylvie.formats.splits import SPLITS
@@ -86,16 +88,15 @@ def read_node_table(options, what: str = "node_table", node_type: str | None = N
                               f"split, but the target type is {target!r}; labels and splits belong to the target "
                               f"type: drop the column, or make {node_type!r} the target")
         split_columns = []
-    others = [c for c in (options.node_key, options.label_column if labelled else None, *split_columns) if c]
-    match_columns(files[0], names, others, what)
+    roles = _roles(options, labelled, split_columns, f"{files[0]}: {what}")
+    others = list(roles)
+    table_columns(files, kind, others, what)
     # the features: named columns, or every column a glob matches but the ids, labels and split (a typed graph's
     # type may have none)
     wanted = list(options.feature_columns)
     if node_type is not None:
         wanted = [w for w in wanted if any(fnmatch.fnmatchcase(n, w) for n in names)]
-    feature_columns = [] if features_file else [
-        c for c in match_columns(files[0], names, wanted, what)
-        if c not in others or c in options.feature_columns]
+    feature_columns = [] if features_file else _feature_columns(files, kind, names, wanted, roles, what)
     types = {} if kind not in ("csv", "tsv") else {  # CSV: as each column must be read, not as its first rows look
         **{c: pa.float64() for c in feature_columns}, **{c: pa.large_string() for c in others},
         **{c: pa.bool_() for c in (options.mask_columns or [])}}
@@ -134,6 +135,47 @@ def read_node_table(options, what: str = "node_table", node_type: str | None = N
     if masks is not None:
         check_split(masks, labels, rows.name, options.label_column, split_columns, options.node_table)
     return NodeTable(keys=keys, features=matrix, labels=labels, class_names=class_names, masks=masks)
+
+
+def _roles(options, labelled: bool, split_columns: list[str], where: str) -> dict[str, str]:
+    """The node table's columns other than the features, each with its role (the config's key naming it): a column
+    named for two roles is a SylvieError naming both."""
+    named = [("node_key", options.node_key)]
+    if labelled:
+        named.append(("label_column", options.label_column))
+        named += [("split_column", c) for c in split_columns] if options.split_column else \
+            [(f"mask_columns ({s})", c) for s, c in zip(SPLITS, split_columns, strict=False)]
+    roles: dict[str, str] = {}
+    for role, column in named:
+        if column and column in roles:
+            raise SylvieError(f"{where}: column '{column}' is named both as {roles[column]} and as {role}; a column "
+                              f"has one role: name another column for one of them")
+        if column:
+            roles[column] = role
+    return roles
+
+
+def _feature_columns(files, kind: str, names: list[str], wanted: list[str], roles: dict[str, str],
+                     what: str) -> list[str]:
+    """The feature columns ``wanted`` names (globs expanded in the file's order, the same in every file), each
+    once: a glob leaves out the columns of other roles (``roles``); naming one, or one column twice, is a
+    SylvieError naming both."""
+    table_columns(files, kind, wanted, what)
+    by: dict[str, str] = {}
+    for w in wanted:
+        for c in match_columns(files[0], names, [w], what):
+            if c in roles:
+                if is_glob(w):
+                    continue
+                leak = " (a label among the features leaks the answer)" if roles[c] == "label_column" else ""
+                raise SylvieError(f"{files[0]}: {what}: column '{c}' is named both as {roles[c]} and in "
+                                  f"feature_columns; a column has one role{leak}: drop it from feature_columns")
+            if c in by:
+                twice = f"'{w}' twice" if by[c] == w else f"both '{by[c]}' and '{w}'"
+                raise SylvieError(f"{files[0]}: {what}: feature_columns names column '{c}' by {twice}; name each "
+                                  f"feature once")
+            by[c] = w
+    return list(by)
 
 
 def _one_type(arrays: list, name: str, where) -> pa.ChunkedArray:
