@@ -3,12 +3,16 @@ directed, self-loops and repeated edges dropped; nodes only the edges name given
 labelled nodes split at random where the user gave no split."""
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 
 from sylvie.data.graph import Graph, edges_of_keys, undirected_keys
 from sylvie.data.synthetic import split_masks
 from sylvie.errors import SylvieError
 from sylvie.formats.splits import SPLITS
+
+log = logging.getLogger(__name__)
 
 
 def canonical_edges(src: np.ndarray, dst: np.ndarray, num_nodes: int, directed: bool) -> tuple[np.ndarray,
@@ -71,12 +75,55 @@ def own_graph(name: str, *, src, dst, features, labels, class_names, masks, num_
                           f"labelled nodes")
     if masks is None:
         masks = random_split(labels, options.train_fraction, options.val_fraction, options.seed)
+    rows = src.shape[0]
     src, dst, done = canonical_edges(src, dst, n, options.directed)
+    info = info or {}
+    warn_edges(info.get("edges") or info.get("graph_file") or name, rows, done["self_loops_removed"])
     num_classes = len(class_names) if class_names is not None else int(labels.max()) + 1
+    warn_classes(f"{info.get('node_table') or info.get('graph_file') or name}: column '{options.label_column}'",
+                 labels, num_classes, masks["train"], class_names)
     extra = {"class_names": class_names} if class_names is not None else {}
     return Graph(name=name, src=src, dst=dst, features=features, labels=labels,
                  train_mask=masks["train"], val_mask=masks["val"], test_mask=masks["test"], num_classes=num_classes,
-                 info={**(info or {}), **done, "unknown_nodes_added": int(num_added), **extra}, node_keys=node_keys)
+                 info={**info, **done, "unknown_nodes_added": int(num_added), **extra}, node_keys=node_keys)
+
+
+def warn_edges(where, rows: int, loops: int, relation: str | None = None) -> None:
+    """A warning line where an edge list read without error leaves no edges (of the graph, or of a typed graph's
+    ``relation``): it has none (a header only), or every edge is a self-loop (dropped)."""
+    none = f"relation {relation!r} has no edges" if relation else \
+        "every node is isolated, and the models learn from the features alone"
+    if rows == 0:
+        log.warning(f"{where}: the edge list has no edges (a header only, or an empty array): {none}; check the "
+                    f"file if that is not meant")
+    elif loops == rows:
+        log.warning(f"{where}: every edge ({rows}) is a self-loop, and self-loops are dropped: "
+                    f"{none if relation else 'the graph has no edges'}; check that edge_columns name the source and "
+                    f"the destination")
+
+
+def warn_classes(where: str, labels: np.ndarray, num_classes: int, train: np.ndarray,
+                 class_names: list[str] | None) -> None:
+    """A warning line where the labels read without error but are likely not what was meant: a class number with
+    no node (labels 0, 1, 3: class 2), one class only, or a class with no node in the training split."""
+    labelled = labels >= 0
+    count = np.bincount(labels[labelled], minlength=num_classes)
+    empty = np.flatnonzero(count == 0)
+    if empty.size and class_names is None:
+        shown = ", ".join(map(str, empty[:5].tolist())) + (f", ... ({empty.size} classes)" if empty.size > 5 else "")
+        log.warning(f"{where}: no node has class {shown}, yet the classes are numbered 0..{num_classes - 1} by the "
+                    f"largest label, so the model predicts {num_classes} classes; number the classes without gaps "
+                    f"if that is not meant")
+    if np.count_nonzero(count) == 1:
+        only = int(np.flatnonzero(count)[0])
+        log.warning(f"{where}: every labelled node has the one class "
+                    f"{class_names[only] if class_names else only}: there is nothing to tell apart")
+        return
+    untrained = np.flatnonzero((count > 0) & (np.bincount(labels[labelled & train], minlength=num_classes) == 0))
+    if untrained.size:
+        names = [class_names[c] if class_names else str(c) for c in untrained[:5].tolist()]
+        log.warning(f"{where}: class {', '.join(names)}{' ...' if untrained.size > 5 else ''} has nodes but none in "
+                    f"the train split, so the model cannot learn it; put some of its nodes in the train split")
 
 
 def check_split(masks: dict[str, np.ndarray], labels: np.ndarray, name_row, label_column: str,

@@ -14,7 +14,7 @@ import numpy as np
 from sylvie.data.edge_files import read_edge_rows
 from sylvie.data.graph import Graph, typed_edges
 from sylvie.data.node_table import NodeTable, read_node_table
-from sylvie.data.own_graph import canonical_edges, random_split
+from sylvie.data.own_graph import canonical_edges, random_split, warn_classes, warn_edges
 from sylvie.errors import SylvieError
 from sylvie.graph_types import GraphTypes, Relation
 
@@ -45,8 +45,10 @@ def load_typed_files(name: str, options) -> Graph:
                               dst=(d.keys, d.num_nodes, relation.dst), what=f"relations[{r}].edges",
                               src_type=relation.src)
         if relation.src == relation.dst:  # repeats and self-loops dropped
-            a, b, _ = canonical_edges(rows.src, rows.dst, s.num_nodes, directed=True)
+            a, b, done = canonical_edges(rows.src, rows.dst, s.num_nodes, directed=True)
+            warn_edges(spec["edges"], rows.src.shape[0], done["self_loops_removed"], relation.name)
         else:  # repeats dropped
+            warn_edges(spec["edges"], rows.src.shape[0], 0, relation.name)
             keys = np.unique(rows.src * d.num_nodes + rows.dst)
             a, b = keys // d.num_nodes, keys % d.num_nodes
         src.append(a + offsets[relation.src])
@@ -66,6 +68,8 @@ def load_typed_files(name: str, options) -> Graph:
         full[split] = np.zeros(n, dtype=bool)
         full[split][first:first + target.num_nodes] = m
     num_classes = len(target.class_names) if target.class_names is not None else int(target.labels.max()) + 1
+    warn_classes(f"{options.node_tables[types.target]}: column '{options.label_column}'", target.labels, num_classes,
+                 masks["train"], target.class_names)
     extra = {"class_names": target.class_names} if target.class_names is not None else {}
     if types.homogeneous:  # one type, one relation: the homogeneous graph it is, features and all
         return Graph(name=name, src=src, dst=dst, features=target.features, labels=labels,
