@@ -281,3 +281,162 @@ def test_a_changed_node_keys_file_is_refused(tmp_path):
     path.write_bytes(bytes(data))
     with pytest.raises(SylvieError, match=r"node_keys.arrow: changed since `sylvie download` wrote it"):
         read_node_keys(tmp_path / "out", 4, meta["node_keys_sha256"])
+
+
+# ---- issue 57: a folder read whole, a column in one role, one clear line, a warning for a quiet surprise ----------
+
+def _folder(tmp_path, name: str, parts: dict) -> str:
+    (tmp_path / name).mkdir(exist_ok=True)
+    for part, text in parts.items():
+        (tmp_path / name / part).write_text(text)
+    return str(tmp_path / name)
+
+
+def test_a_folder_is_read_whole_or_refused_by_name(tmp_path, monkeypatch):
+    """Every entry of a folder (hidden and _-prefixed ones aside) is a file of the table, read, or an error naming
+    it; and its files agree on the columns read (a glob resolved on each), so no column or part is left out."""
+    import os
+
+    entry = _write(tmp_path)
+    entry["node_table"] = _folder(tmp_path, "nodes", {"part-0.csv": "id,f0,label,split\na,1,0,train\nb,0,1,val\n",
+                                                      "part-1.csv": "id,f0,f1,label,split\nc,1,1,0,test\n"})
+    _refused(tmp_path, entry, r"nodes/part-1.csv: node_table: column 'f1' \(matched by 'f\*'\) is not in part-0.csv; "
+                              r"the files of a folder are one table")
+    (tmp_path / "nodes" / "part-1.csv").write_text("id,label,split\nc,0,test\nd,1,train\n")
+    _refused(tmp_path, entry, r"nodes/part-1.csv: node_table: no column 'f0', which part-0.csv has")
+    entry = _write(tmp_path)
+    entry["edges"] = _folder(tmp_path, "edges", {"part-0.csv": "src,dst\na,b\n", "part-1.csv": "src,to\nb,c\n"})
+    _refused(tmp_path, entry, r"edges/part-1.csv: edges: no column 'dst', which part-0.csv has")
+    edges = tmp_path / "edges"
+    (edges / "part-1.csv").write_text("src,dst\nb,c\n")
+    (edges / ".part-1.csv.crc").write_text("x")  # hidden, and Spark's marker: skipped
+    (edges / "_SUCCESS").write_text("")
+    (tmp_path / "more.csv").write_text("src,dst\nc,d\n")
+    (edges / "part-2.csv").symlink_to(tmp_path / "more.csv")  # a link to a file: read
+    download("mine", tmp_path / "ok", section("dataset", entry))
+    assert load_graph(tmp_path / "ok").num_edges == 6
+    bad = edges / "part-3.csv"
+    bad.symlink_to(tmp_path / "gone.csv")
+    _refused(tmp_path, entry, r"edges/part-3.csv: edges: a symbolic link to .*gone.csv, which does not exist")
+    bad.unlink()
+    bad.symlink_to(bad)
+    _refused(tmp_path, entry, r"edges/part-3.csv: edges: a symbolic link that leads back to itself")
+    bad.unlink()
+    os.mkfifo(bad)
+    _refused(tmp_path, entry, r"edges/part-3.csv: edges: a FIFO \(named pipe\), not a file of the table")
+    bad.unlink()
+    bad.write_text("src,dst\nd,a\n")
+    readable = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode: str(p) != str(bad) and readable(p, mode))  # we run as root
+    _refused(tmp_path, entry, r"edges/part-3.csv: edges: not readable \(permission denied\)")
+
+
+def test_a_column_in_two_roles_is_refused_naming_both(tmp_path):
+    """A column is the key, the label, a split column, a feature or an edge's end, one of them; and a feature is
+    named once. A glob leaves out the columns of other roles."""
+    entry = _write(tmp_path)
+    both = r"nodes.csv: node_table: column '{}' is named both as {} and {}; "
+    cases = [({"edge_columns": ["src", "src"]},
+              r"edges.csv: edges: edge_columns names column 'src' both as the source and as the destination"),
+             ({"feature_columns": ["f0", "label"]}, both.format("label", "label_column", "in feature_columns") +
+              r"a column has one role \(a label among the features leaks the answer\)"),
+             ({"feature_columns": ["f0", "f0"]}, r"feature_columns names column 'f0' by 'f0' twice"),
+             ({"feature_columns": ["f0", "f*"]}, r"feature_columns names column 'f0' by both 'f0' and 'f\*'"),
+             ({"label_column": "id"}, both.format("id", "node_key", "as label_column")),
+             ({"split_column": "label"}, both.format("label", "label_column", "as split_column")),
+             ({"split_column": "f0", "feature_columns": ["f0", "f1"]},
+              both.format("f0", "split_column", "in feature_columns")),
+             ({"split_column": None, "mask_columns": ["split", "split", "f1"]},
+              both.format("split", r"mask_columns \(train\)", r"as mask_columns \(val\)")),
+             ({"split_column": None, "mask_columns": ["f0", "f1", "label"]},
+              both.format("label", "label_column", r"as mask_columns \(test\)"))]
+    for change, message in cases:
+        _refused(tmp_path, {**entry, **change}, message)
+    _refused(tmp_path, _write(tmp_path, nodes=NODES.replace("f1", "f0")),
+             r"nodes.csv: node_table: the file has 2 columns named 'f0', so which one is meant is unknown")
+    entry = _write(tmp_path, nodes=NODES.replace("label", "flag"))  # the glob f* leaves the label out
+    download("mine", tmp_path / "ok", section("dataset", {**entry, "label_column": "flag"}))
+    assert load_graph(tmp_path / "ok").features.shape == (4, 2)
+
+
+def test_unclear_input_is_one_clear_line(tmp_path, capsys):
+    """A file that is not what its name says, a Feather V1 file, a mask or feature value named by its column and
+    line (Arrow names a column by number), a (2, 2) .npy edge array: each one line naming the file; the command
+    exits 2 and writes nothing."""
+    import gzip
+
+    import pyarrow.feather as feather
+
+    from sylvie.cli import main
+
+    entry = _write(tmp_path)
+    with pytest.warns(DeprecationWarning):
+        feather.write_feather(pa.table({"src": ["a"], "dst": ["b"]}), tmp_path / "v1.feather", version=1)
+    pq.write_table(pa.table({"src": ["a"], "dst": ["b"]}), tmp_path / "pq.csv")
+    pq.write_table(pa.table({"src": ["a"], "dst": ["b"]}), tmp_path / "cut.parquet")
+    (tmp_path / "cut.parquet").write_bytes((tmp_path / "cut.parquet").read_bytes()[:-9])
+    np.save(tmp_path / "square.npy", np.array([[0, 1], [1, 2]]))
+    files = {"empty.csv": b"", "text.parquet": EDGES.encode(), "plain.csv.gz": EDGES.encode(),
+             "zipped.csv": gzip.compress(EDGES.encode()), "empty.npy": b"", "ragged.csv": b"src,dst\na,b\nb,c,d\n",
+             "tabs.csv": b"src\tdst\na\tb\n"}
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    cases = [("v1.feather", r"v1.feather: edges: a Feather V1 file, an old format .*write it again as Feather V2"),
+             ("pq.csv", r"pq.csv: edges: the file is a Parquet file, not CSV text as its name says; rename it to "
+                        r"\.parquet"),
+             ("cut.parquet", r"cut.parquet: edges: the Parquet file is cut short"),
+             ("square.npy", r"square.npy: edges: an array of shape \(2, 2\), which may be two edges as rows .*the two "
+                            r"cannot be told apart; give these edges as a CSV or Parquet edge list"),
+             ("empty.csv", r"empty.csv: edges: the file is empty \(0 bytes\)"),
+             ("text.parquet", r"text.parquet: edges: not a Parquet file \(it does not begin as one does\)"),
+             ("plain.csv.gz", r"plain.csv.gz: edges: not gzip-compressed, though its name ends .gz"),
+             ("zipped.csv", r"zipped.csv: edges: gzip-compressed, though its name does not end .gz; rename it "
+                            r"zipped.csv.gz"),
+             ("empty.npy", r"empty.npy: edges: the file is empty"),
+             ("ragged.csv", r"ragged.csv, line 3: 3 fields where the header has 2"),
+             ("tabs.csv", r"tabs.csv: edges: the header is one column, 'src\\tdst', separated by tabs")]
+    for name, message in cases:
+        _refused(tmp_path, {**entry, "edges": str(tmp_path / name), "node_key": None if ".npy" in name else "id"},
+                 message)
+    nodes = "id,f0,label,tr,va,te\na,1,0,1,0,0\nb,0,1,0,1,0\nc,1,0,0,0,1\nd,0,1,2,0,0\n"
+    masks = {**_write(tmp_path, nodes=nodes), "split_column": None, "mask_columns": ["tr", "va", "te"]}
+    _refused(tmp_path, masks, r"nodes.csv, line 5: node_table: column 'tr': '2' is not true/false or 1/0")
+    _write(tmp_path, nodes=NODES.replace("c,1,1,0", "c,1,x,0"))
+    _refused(tmp_path, entry, r"nodes.csv, line 4: node_table: column 'f1': 'x' is not a number")
+    _write(tmp_path)
+    flags = ["--source", "files", "--edges", str(tmp_path / "v1.feather"), "--node-table", entry["node_table"],
+             "--node-key", "id", "--feature-columns", "f*", "--split-column", "split"]
+    capsys.readouterr()
+    assert main(["download", "mine", *flags, "--out", str(tmp_path / "ds")]) == 2
+    assert not (tmp_path / "ds").exists()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "v1.feather: edges: a Feather V1 file" in err[0]
+
+
+def test_quiet_surprises_say_so_in_a_warning(tmp_path, caplog):
+    """A graph that reads but is likely not what was meant: no edges (a header only), every edge a self-loop, a
+    class number no node has, one class only, a class with no node in the train split: one warning line each."""
+    said = []
+
+    def warned(entry: dict, name: str) -> str:
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="sylvie"):
+            download(name, tmp_path / name, section("dataset", entry))
+        lines = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+        said.extend(lines)
+        return " | ".join(lines)
+
+    assert "edges.csv: the edge list has no edges (a header only" in warned(_write(tmp_path, edges="src,dst\n"), "a")
+    assert "edges.csv: every edge (2) is a self-loop, and self-loops are dropped: the graph has no edges" in \
+        warned({**_write(tmp_path, edges="src,dst\na,a\nb,b\n"), "directed": True}, "b")
+    gap = NODES.replace("d,0,0,1,train", "d,0,0,3,train").replace("b,0,1,1,val", "b,0,1,0,val")
+    assert "nodes.csv: column 'label': no node has class 1, 2, yet the classes are numbered 0..3" in \
+        warned(_write(tmp_path, nodes=gap), "c")
+    one = NODES.replace(",1,val", ",0,val").replace("0,0,1,train", "0,0,0,train")
+    assert "nodes.csv: column 'label': every labelled node has the one class 0" in warned(_write(tmp_path, nodes=one),
+                                                                                          "d")
+    untrained = NODES.replace("b,0,1,1,val", "b,0,1,2,val")
+    assert "nodes.csv: column 'label': class 2 has nodes but none in the train split" in \
+        warned(_write(tmp_path, nodes=untrained), "e")
+    assert not warned(_write(tmp_path), "f")
+    assert all("\n" not in line for line in said)
