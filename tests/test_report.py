@@ -226,3 +226,28 @@ def test_failed_runs_are_shown_as_failed_in_the_table_and_the_plots(tmp_path, ca
             assert len(ax.collections) == 1  # and a band (of the first key)
         finally:
             plt.close(fig)
+
+
+def test_a_report_is_written_over_only_its_own_files(tmp_path, capsys):
+    """An earlier report's page and plots are replaced; a user's file under one of their names (a page, a plot, a
+    folder) is not: refused naming it, nothing changed."""
+    run = write_run(tmp_path / "results/gcn/seed0")
+    code, err, _ = report(tmp_path, [run], capsys)
+    assert code == 0, err
+    code, err, _ = report(tmp_path, [run], capsys)  # an earlier report: replaced
+    assert code == 0, err
+    for name, theirs in (("report.html", b"<html>my notes</html>"), ("loss.png", b"\x89PNG\r\n\x1a\nmine"),
+                         ("rows.png", None)):
+        out = tmp_path / f"mine-{name}"
+        out.mkdir()
+        if theirs is None:
+            (out / name).mkdir()
+        else:
+            (out / name).write_bytes(theirs)
+        code = main(["report", str(run), "--out", str(out)])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == 2 and err[-1].endswith(f"refusing --out {out}: it holds {name}, which sylvie report did not "
+                                              f"write and would replace; nothing was changed. Give another --out, "
+                                              f"or move it away yourself"), err
+        assert sorted(p.name for p in out.iterdir()) == [name]
+        assert theirs is None or (out / name).read_bytes() == theirs

@@ -116,16 +116,19 @@ def _tmpfs(path, size="64k"):
         libc.umount2(bytes(path), 2)  # MNT_DETACH
 
 
+EARLIER = '<html><head><meta name="generator" content="sylvie report">an earlier report'  # its mark: ours
+
+
 def test_out_on_a_full_disk(tmp_path, capsys):
     run = write_run(tmp_path / "results/gcn/seed0")
     with _tmpfs(tmp_path / "small"):  # 64 KiB: too small for the plots
         out = tmp_path / "small/report"
         out.mkdir()
-        (out / "report.html").write_text("an earlier report")
+        (out / "report.html").write_text(EARLIER)
         code, err, _ = report(tmp_path, [run], capsys, out=out)
         assert code == 2 and len(err.strip().splitlines()) == 1, err
         assert str(out) in err and "the disk is full" in err, err
-        assert os.listdir(out) == ["report.html"] and (out / "report.html").read_text() == "an earlier report"
+        assert os.listdir(out) == ["report.html"] and (out / "report.html").read_text() == EARLIER
         code, err, _ = report(tmp_path, [run], capsys, out=tmp_path / "small/new/report")  # made, then removed
         assert code == 2 and "the disk is full" in err and os.listdir(tmp_path / "small") == ["report"], err
 
@@ -134,11 +137,11 @@ def test_out_on_a_read_only_file_system(tmp_path, capsys):
     run = write_run(tmp_path / "results/gcn/seed0")
     with _tmpfs(tmp_path / "ro") as remount:
         (tmp_path / "ro/report").mkdir()
-        (tmp_path / "ro/report/report.html").write_text("an earlier report")
+        (tmp_path / "ro/report/report.html").write_text(EARLIER)
         assert remount(_MS_RDONLY) == 0, os.strerror(ctypes.get_errno())
         for out in (tmp_path / "ro/report", tmp_path / "ro/new"):
             code, err, _ = report(tmp_path, [run], capsys, out=out)
             assert code == 2 and len(err.strip().splitlines()) == 1, err
             assert f"--out {out}: could not write the report there: the file system is read-only" in err
         assert os.listdir(tmp_path / "ro") == ["report"]
-        assert (tmp_path / "ro/report/report.html").read_text() == "an earlier report"
+        assert (tmp_path / "ro/report/report.html").read_text() == EARLIER

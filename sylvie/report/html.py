@@ -15,7 +15,7 @@ from sylvie.errors import SylvieError, system_said
 from sylvie.formats.model_file import BY_LAST_EPOCH
 from sylvie.output_dir import check_location
 from sylvie.report.grouping import collect
-from sylvie.report.plots import write_plots
+from sylvie.report.plots import PLOTS, SOFTWARE, write_plots
 from sylvie.report.run_output import RunOutput, failed, finished
 from sylvie.report.summary import summarise
 from sylvie.report.time_to_accuracy import accuracy_target, time_to_accuracy
@@ -107,6 +107,25 @@ def _check_out(out_dir: str | Path, run_dirs) -> None:
         raise SylvieError(f"refusing --out {out_dir}: it exists and is not a directory; give a "
                           f"directory for report.html and its plots (a new one, or an earlier report's), e.g. "
                           f"--out {Path(out_dir).with_name(Path(out_dir).name + '-report')}")
+    if target.is_dir():
+        theirs = [n for n in ("report.html", *(f"{p}.png" for p in PLOTS)) if not _ours(target / n)]
+        if theirs:
+            raise SylvieError(f"refusing --out {out_dir}: it holds {', '.join(theirs)}, which sylvie report did not "
+                              f"write and would replace; nothing was changed. Give another --out, or move "
+                              f"{'them' if len(theirs) > 1 else 'it'} away yourself")
+
+
+def _ours(path: Path) -> bool:
+    """``path`` does not exist, or is a file this stage wrote (its generator mark: the page's meta tag, the plot's
+    PNG text chunk)."""
+    if not path.exists():
+        return True
+    mark = _GENERATOR.encode() if path.suffix == ".html" else b"Software\x00" + SOFTWARE.encode()
+    try:
+        with open(path, "rb") as f:
+            return path.is_file() and mark in f.read(1 << 16)
+    except OSError:
+        return False
 
 
 def _write_error(out_dir: str | Path, error: OSError) -> SylvieError:
@@ -117,6 +136,9 @@ def _write_error(out_dir: str | Path, error: OSError) -> SylvieError:
     if error.errno in (errno.EROFS, errno.EACCES, errno.EPERM):  # (a read-only disk may be a full one too)
         return refused
     return disk_full_error(Path(out_dir) / "report.html", error) or refused
+
+
+_GENERATOR = '<meta name="generator" content="sylvie report">'
 
 
 def _page(title: str, runs: dict[str, list[RunOutput]], plots: dict[str, Path]) -> str:
@@ -132,7 +154,7 @@ def _page(title: str, runs: dict[str, list[RunOutput]], plots: dict[str, Path]) 
     last_note = (f" Runs whose graph has no validation nodes ({html.escape(', '.join(last))}): the model of their "
                  f"last epoch, which nothing could choose against." if last else "")
     return f"""<!doctype html>
-<html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<html><head><meta charset="utf-8">{_GENERATOR}<title>{html.escape(title)}</title>
 <style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}}
 table{{border-collapse:collapse;font-size:14px}}td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right}}
 th{{background:#f3f3f3}}tr.failed td{{color:#a00}}figure{{display:inline-block;margin:1em;max-width:48%}}

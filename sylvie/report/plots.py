@@ -156,9 +156,13 @@ def _empty(text):
     return fig
 
 
+# a PNG's Software text chunk: what tells a plot we wrote from a user's file of the same name (html.py)
+SOFTWARE = "sylvie report"
+
+
 def _save(fig, path) -> None:
     try:
-        fig.savefig(path, dpi=110)
+        fig.savefig(path, dpi=110, metadata={"Software": SOFTWARE})
     finally:
         plt.close(fig)
 
