@@ -72,15 +72,36 @@ def check_dataset(name: str, options) -> str:
 
 
 def check_datasets(config: dict, where: str = "config") -> None:
-    """Every dataset of ``config`` is one a loader can build: raised when the config is loaded, naming the key, so
-    that no error is left for Snakemake to raise (or swallow) while it plans the jobs."""
-    from sylvie.config import dataset_options
+    """Every dataset of ``config`` is one a loader can build, and every file or folder a run's dataset is read from
+    is there: raised when the config is loaded, naming the key, so that no error is left for Snakemake to raise (or
+    swallow) while it plans the jobs. A dataset already downloaded is no exception: its download stage reruns when
+    its inputs change, and inputs gone would leave it the graph of files no longer given (Snakemake plans nothing
+    for an output whose inputs are missing)."""
+    from sylvie.config import dataset_options, resolve_runs
 
+    used = {run.dataset for run in resolve_runs(config, where).values()}
     for name in config.get("datasets") or {}:
         try:
-            check_dataset(name, dataset_options(config, name))
+            options = dataset_options(config, name)
+            check_dataset(name, options)
+            if name in used:
+                check_inputs(name, options)
         except SylvieError as e:
             raise SylvieError(f"{where}: datasets.{name}: {e}") from None
+
+
+def check_inputs(name: str, options) -> None:
+    """Every file or folder a dataset of the user's own is read from exists (a folder with a file to read), else a
+    SylvieError naming the key and the path."""
+    for key, path in given_inputs(name, options).items():
+        p = Path(path)
+        if not p.exists():
+            what = f"is a link to {os.readlink(p)}, which " if p.is_symlink() else ""
+            raise SylvieError(f"{key}: {path} {what}does not exist; restore it, or point {key} at where it is now "
+                              f"(relative paths are from the directory the pipeline runs in)")
+        if p.is_dir() and not listed(p, key):
+            raise SylvieError(f"{key}: the folder {path} holds no file to read; put the files back, or point {key} at "
+                              f"where they are now")
 
 
 def load(name: str, options) -> Graph:
@@ -150,15 +171,28 @@ def raw_inputs(name: str, options) -> tuple[str, ...]:
             "dgl": (options.graph_file,)}.get(source, ())
 
 
+def given_inputs(name: str, options) -> dict[str, str]:
+    """The files and folders a dataset of the user's own (files, dgl) is read from, by the key that gives each
+    (``edges``, ``node_tables.paper``, ``relations[0].edges``, ``graph_file``); none for the sources that download or
+    generate."""
+    source = source_of(name, options.source)
+    if source == "dgl":
+        return {"graph_file": options.graph_file} if options.graph_file else {}
+    if source != "files":
+        return {}
+    if options.node_tables:
+        return {**{f"node_tables.{t}": p for t, p in options.node_tables.items()},
+                **{f"relations[{i}].edges": r["edges"] for i, r in enumerate(options.relations or ())}}
+    return {k: getattr(options, k) for k in ("edges", "node_table", "features_file") if getattr(options, k)}
+
+
 def given_files(name: str, options) -> tuple[str, ...]:
     """The files a dataset of the user's own (files, dgl) is made from, a folder's files each (Snakemake would see
-    only the folder's own time): they must exist before its download stage runs, and rerun it when they change; none
-    for the sources that download or generate."""
-    if source_of(name, options.source) not in ("files", "dgl"):
-        return ()
+    only the folder's own time): they must exist before its download stage runs, and rerun it when they change
+    (``check_inputs`` refuses a plan where they are gone); none for the sources that download or generate."""
     out = []
-    for p in raw_inputs(name, options):
-        out += [str(f) for f in listed(Path(p)) if f.is_file()] if Path(p).is_dir() else [p]
+    for key, p in given_inputs(name, options).items():
+        out += [str(f) for f in listed(Path(p), key) if f.is_file()] if Path(p).is_dir() else [p]
     return tuple(out)
 
 
