@@ -114,14 +114,13 @@ def _check_mode_flags(args) -> None:
 
 def _train(args) -> None:
     _as_rank()
-    from sylvie.config import check_boundary_sampling, check_item, section_from_args
+    from sylvie.config import check_item, section_from_args
     from sylvie.train.job import TrainingJob
     from sylvie.train.run import run_training
 
     check_item("train", "seeds", args.seed, "sylvie train options", "seed")
     _check_mode_flags(args)
     train, comm = section_from_args(args, "train", skip=("seeds",)), section_from_args(args, "comm")
-    check_boundary_sampling(train, comm, "sylvie train options")
     run_training(TrainingJob(args.partition, args.out, section_from_args(args, "model"), train, comm, args.seed,
                              section_from_args(args, "sampling"), section_from_args(args, "cache"),
                              section_from_args(args, "features"), args.vip))

@@ -161,6 +161,24 @@ def check_boundary_sampling(train, comm, where: str) -> None:
                           f"or train.boundary_sampling to 1")
 
 
+def check_divergence_settings(train, where: str) -> None:
+    """``train.divergence_factor`` is 0 (off) or above 1: at or below 1 it would stop training whose loss falls."""
+    factor = train.divergence_factor
+    if 0 < factor <= 1:
+        raise SylvieError(f"{where}: train.divergence_factor {factor:g}: must be above 1 (training stops when the loss "
+                          f"stays above that many times the first epoch's), or 0 to turn the check off; e.g. 10")
+
+
+def check_run(model, train, comm, sampling, where: str) -> None:
+    """The rules between a run's knobs that the schema does not state: the one check of a config's runs
+    (``resolve_runs``, when the pipeline is planned) and of ``sylvie train``'s flags (``run_training``), so that
+    the two refuse the same combinations. (A dataset's: ``registry.check_dataset``, for the config and
+    ``sylvie download`` alike.)"""
+    check_sampling(model, train, sampling, where)
+    check_boundary_sampling(train, comm, where)
+    check_divergence_settings(train, where)
+
+
 def validate(config: dict, where: str = "config") -> dict:
     """Validate a whole pipeline config; returns it with top-level defaults filled in."""
     if not isinstance(config, dict):
@@ -199,8 +217,7 @@ def resolve_runs(config: dict, where: str = "config") -> dict[str, Run]:
             raise SylvieError(f"{where}: runs.{name}.{ignored[0]}: a setting of {names[other]} training (train.mode "
                               f"{other}), which this run (train.mode {mode}) ignores; remove runs.{name}.{ignored[0]} "
                               f"or set runs.{name}.train.mode to {other}")
-        check_sampling(sections["model"], sections["train"], sections["sampling"], where=f"{where}: runs.{name}")
-        check_boundary_sampling(sections["train"], sections["comm"], where=f"{where}: runs.{name}")
+        check_run(sections["model"], sections["train"], sections["comm"], sections["sampling"], f"{where}: runs.{name}")
         # balance auto: the constraints of the run's regime
         sections["partition"] = dataclasses.replace(sections["partition"], balance=resolve_regime(
             sections["partition"].balance, sections["train"].mode))

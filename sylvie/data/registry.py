@@ -198,6 +198,7 @@ def given_files(name: str, options) -> tuple[str, ...]:
 
 def download(name: str, out_dir: str | Path, options) -> dict:
     """Load dataset ``name`` and write it in canonical form to ``out_dir``; returns its metadata."""
+    check_dataset(name, options)  # the combinations the config refuses, refused on the command line alike
     inputs = raw_inputs(name, options)
     check_replaceable(out_dir, CANONICAL_GRAPH, inputs)  # before any download or work
     graph = load(name, options)

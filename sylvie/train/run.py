@@ -7,7 +7,7 @@ import os
 
 import torch
 
-from sylvie.config import check_boundary_sampling, check_sampling
+from sylvie.config import check_run
 from sylvie.errors import SylvieError
 from sylvie.features.store import check_store_options
 from sylvie.formats.epoch_record import write_metrics
@@ -30,7 +30,6 @@ from sylvie.train.optimiser import check_optimiser
 from sylvie.train.protocol import Trainer
 from sylvie.train.run_lock import RunLock
 from sylvie.train.sampled_trainer import SampledTrainer, check_sampled_graph
-from sylvie.train.step import check_divergence_settings
 from sylvie.train.tensorboard_metrics import TensorBoardMetrics
 
 
@@ -43,9 +42,7 @@ def run_training(job: TrainingJob) -> dict | None:
     non-finite loss, or a loss that stays above ``divergence_factor`` x the first epoch's) stops on every rank at
     the same epoch; rank 0 then writes ``failed.json`` and ``metrics.jsonl`` of the epochs run, no ``model.pt``.
     """
-    check_sampling(job.model, job.train, job.sampling, where="sylvie train")
-    check_boundary_sampling(job.train, job.comm, where="sylvie train")
-    check_divergence_settings(job.train)
+    check_run(job.model, job.train, job.comm, job.sampling, where="sylvie train options")
     check_optimiser(job.train)
     inputs = (job.partition_dir,) + ((job.vip_dir,) if job.vip_dir else ())
     check_replaceable(job.out_dir, RUN, inputs=inputs)  # a run directory, or one to become it

@@ -47,14 +47,6 @@ class LossDiverged(TrainingDiverged):
                   f"or raise divergence_factor or divergence_patience (0 turns the check off)")
 
 
-def check_divergence_settings(train) -> None:
-    """``train.divergence_factor`` is 0 (off) or above 1: at or below 1 it would stop training whose loss falls."""
-    factor = train.divergence_factor
-    if 0 < factor <= 1:
-        raise SylvieError(f"train.divergence_factor {factor:g}: must be above 1 (training stops when the loss stays "
-                          f"above that many times the first epoch's), or 0 to turn the check off; e.g. 10")
-
-
 def check_divergence(losses: Sequence[float], train) -> None:
     """Raise ``LossDiverged`` when the last ``train.divergence_patience`` of the epoch ``losses`` so far (every
     epoch's, from the first) were all above ``train.divergence_factor`` x the first. The losses are the global means
