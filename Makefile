@@ -54,13 +54,18 @@ tcmalloc:
 # CONFIG=path/to/config.yaml runs that config instead of config/config.yaml (in its place, not merged with it)
 CONFIG ?=
 CONFIG_FLAGS := $(if $(CONFIG),--configfile $(CONFIG) --replace-workflow-config)
+# Snakemake reads a --configfile before the Snakefile runs, and meets a missing file or a folder with a traceback:
+# each file is read first as the pipeline reads it, one that cannot be named in one line (sylvie/config.py, main)
+CONFIG_CHECK := $(if $(CONFIG),$(BIN)/python -m sylvie.config $(CONFIG))
 
 run: $(STAMP)
+	@$(CONFIG_CHECK)
 	$(BIN)/snakemake --cores $(CORES) $(CONFIG_FLAGS)
 	@echo "Report: $(abspath results/report/report.html)"
 
 # The pipeline as Slurm jobs (workflow/profiles/slurm); `make slurm-up` starts a Slurm on this machine (root).
 run-slurm: $(STAMP)
+	@$(CONFIG_CHECK)
 	$(BIN)/snakemake --profile workflow/profiles/slurm $(CONFIG_FLAGS)
 	@echo "Report: $(abspath results/report/report.html)"
 

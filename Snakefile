@@ -12,10 +12,13 @@ min_version("9.0")
 
 
 # config/config.yaml is the config unless --configfile names others, which then stand in its place (merged with
-# each other in order, not with it): `snakemake --configfile config/products.yaml` runs that config alone
+# each other in order, not with it): `snakemake --configfile config/products.yaml` runs that config alone. Each file
+# is read again as the pipeline reads it: a YAML error, or a line YAML reads otherwise than it is written
+# (`split_column: yes` is the boolean true), is named by file and line (Snakemake's own errors name neither).
+for path in workflow.overwrite_configfiles or ["config/config.yaml"]:
+    if os.path.exists(path):
+        load_config(path)
 if not workflow.overwrite_configfiles:
-    if os.path.exists("config/config.yaml"):  # a YAML error names the file and line (Snakemake's own names neither)
-        load_config("config/config.yaml")
 
     configfile: "config/config.yaml"
 
