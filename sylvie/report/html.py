@@ -108,7 +108,10 @@ def _check_out(out_dir: str | Path, run_dirs) -> None:
                           f"directory for report.html and its plots (a new one, or an earlier report's), e.g. "
                           f"--out {Path(out_dir).with_name(Path(out_dir).name + '-report')}")
     if target.is_dir():
-        theirs = [n for n in ("report.html", *(f"{p}.png" for p in PLOTS)) if not _ours(target / n)]
+        page = _ours(target / "report.html")  # an earlier report's plots are its page's (marked or not)
+        theirs = ([] if page else ["report.html"]) + [f"{p}.png" for p in PLOTS
+                                                      if not (page and (target / "report.html").is_file())
+                                                      and not _ours(target / f"{p}.png")]
         if theirs:
             raise SylvieError(f"refusing --out {out_dir}: it holds {', '.join(theirs)}, which sylvie report did not "
                               f"write and would replace; nothing was changed. Give another --out, or move "
@@ -120,10 +123,11 @@ def _ours(path: Path) -> bool:
     PNG text chunk)."""
     if not path.exists():
         return True
-    mark = _GENERATOR.encode() if path.suffix == ".html" else b"Software\x00" + SOFTWARE.encode()
+    marks = _PAGE_MARKS if path.suffix == ".html" else (b"Software\x00" + SOFTWARE.encode(),)
     try:
         with open(path, "rb") as f:
-            return path.is_file() and mark in f.read(1 << 16)
+            head = f.read(1 << 16)
+        return path.is_file() and any(m in head for m in marks)
     except OSError:
         return False
 
@@ -139,6 +143,8 @@ def _write_error(out_dir: str | Path, error: OSError) -> SylvieError:
 
 
 _GENERATOR = '<meta name="generator" content="sylvie report">'
+# the page's mark, and the sentence the pages written before it carry
+_PAGE_MARKS = (_GENERATOR.encode(), b"Accuracy is from the evaluate\nstage (whole-graph inference")
 
 
 def _page(title: str, runs: dict[str, list[RunOutput]], plots: dict[str, Path]) -> str:
