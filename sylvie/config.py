@@ -35,8 +35,13 @@ def schema() -> dict:
     return yaml.safe_load(SCHEMA_PATH.read_text())
 
 
-def _properties(name: str) -> dict:
+def properties(name: str) -> dict:
+    """The schema of each knob of run section ``name`` (``dataset``, ``train``, ...)."""
     return schema()["$defs"][name]["properties"]
+
+
+_knobs = properties  # (for add_section_arguments, whose argument has that name)
+
 
 
 def _non_finite(instance, path=()):
@@ -206,7 +211,7 @@ def resolve_runs(config: dict, where: str = "config") -> dict[str, Run]:
     runs = {}
     for name, override in config["runs"].items():
         merged = _deep_merge(config["defaults"], override)
-        dataset = merged.get("dataset", _properties("run")["dataset"]["default"])
+        dataset = merged.get("dataset", properties("run")["dataset"]["default"])
         if dataset not in config["datasets"]:
             raise SylvieError(f"{where}: invalid value for 'runs.{name}.dataset': '{dataset}' is not a key of "
                               f"datasets ({', '.join(config['datasets'])}); add it under datasets")
@@ -507,7 +512,7 @@ def section_type(name: str) -> type:
     """A frozen dataclass with one field per knob of section ``name``, its default the schema's (None where the
     schema has none). The only place a default lives is the schema."""
     fields = []
-    for key, spec in _properties(name).items():
+    for key, spec in properties(name).items():
         default = spec.get("default")
         if isinstance(default, (list, dict)):
             factory = dataclasses.field(default_factory=lambda v=default: copy.deepcopy(v))
@@ -548,7 +553,7 @@ def as_dict(cfg) -> dict:
 def resumable_keys(name: str) -> tuple[str, ...]:
     """Knobs of section ``name`` that may change between a run and its resumption (``resumable: true`` in the
     schema, next to the knob)."""
-    return tuple(k for k, spec in _properties(name).items() if spec.get("resumable"))
+    return tuple(k for k, spec in properties(name).items() if spec.get("resumable"))
 
 
 def top_level_properties(name: str) -> dict:
@@ -618,7 +623,7 @@ def add_section_arguments(parser: argparse.ArgumentParser, section: str, skip: t
     """One ``--flag`` per knob of ``section`` (or of ``properties``), with the schema's default, type, choices and
     description; the flags the user gives are noted (``given_flags``)."""
     group = parser.add_argument_group(f"{section} settings")
-    for key, spec in (properties or _properties(section)).items():
+    for key, spec in (properties or _knobs(section)).items():
         if key in skip:
             continue
         flag = "--" + key.replace("_", "-")
@@ -641,7 +646,7 @@ def section_from_args(args: argparse.Namespace, name: str, skip: tuple[str, ...]
     flags of this command (they keep their defaults)."""
     prefix = name + "."
     given = given_flags(args, name)
-    defaults = {k: spec.get("default") for k, spec in _properties(name).items()}
+    defaults = {k: spec.get("default") for k, spec in properties(name).items()}
     # a knob left at its default is left out, so that a preset's value stands in for it
     values = {k[len(prefix):]: v for k, v in vars(args).items() if k.startswith(prefix)}
     values = {k: v for k, v in values.items() if k not in skip and (k in given or v != defaults.get(k))}
@@ -651,7 +656,7 @@ def section_from_args(args: argparse.Namespace, name: str, skip: tuple[str, ...]
 def check_item(name: str, key: str, value, where: str, field: str) -> None:
     """``value`` checked as one item of the array knob ``key`` of section ``name`` (``sylvie train --seed`` is one
     of train.seeds); ``field`` names it in the error."""
-    _raise_invalid(value, _properties(name)[key]["items"], where, field=field)
+    _raise_invalid(value, properties(name)[key]["items"], where, field=field)
 
 
 def cli_arguments(section: str, values, skip: tuple[str, ...] = ()) -> str:
@@ -659,7 +664,7 @@ def cli_arguments(section: str, values, skip: tuple[str, ...] = ()) -> str:
     add_section_arguments)."""
     values = as_dict(values)
     out = []
-    for key in _properties(section):
+    for key in properties(section):
         if key in skip or key not in values or values[key] is None:
             continue
         flag = "--" + key.replace("_", "-")

@@ -72,3 +72,38 @@ def test_a_run_the_config_refuses_is_refused_by_train_in_the_same_words(run, fla
     from_cli = _cli_error(capsys, argv, "train")
     assert from_cli == "sylvie train options: " + from_config and said in from_cli, (from_cli, from_config)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("options, said", [
+    ({"split_column": "s", "seed": 3}, "dataset 'cora': source planetoid does not read split_column (read by files), "
+                                       "seed (read by synthetic, files, dgl): ignored; remove them"),
+    ({"source": "ogb", "nodes": 500}, "dataset 'cora': source ogb has no dataset"),  # refused, not warned
+    ({"source": "files", "edges": "e.csv", "node_table": "n.csv", "graph_file": "g.bin", "mirror": "http://m"},
+     "source files does not read graph_file (read by dgl), mirror (read by ogb): ignored"),
+    ({"source": "synthetic", "nodes": 50, "label_column": "y"}, "source synthetic does not read label_column (read "
+                                                                  "by files, dgl): ignored; remove it"),
+    ({"source": "dgl", "graph_file": "g.bin", "raw_dir": "x", "edge_columns": ["a", "b"]},
+     "source dgl does not read edge_columns (read by files), raw_dir (read by planetoid): ignored"),
+])
+def test_a_setting_its_source_does_not_read_is_said_ignored(options, said, caplog):
+    """A dataset's knob that its source does not read (the schema's ``sources`` beside it), set away from its
+    default: one warning line naming each and who reads it, by the one check the config and the command line share;
+    a knob at its default, or one the source reads, says nothing."""
+    from sylvie.config import section
+    from sylvie.data.registry import check_dataset
+
+    name = "cora"
+    with caplog.at_level("WARNING", logger="sylvie"):
+        try:
+            check_dataset(name, section("dataset", options))
+        except SylvieError as e:
+            assert said in str(e)
+            return
+    warned = [r.getMessage() for r in caplog.records]
+    assert len(warned) == 1 and said in warned[0], warned
+    caplog.clear()
+    needed = {"files": ("edges", "node_table"), "dgl": ("graph_file",), "synthetic": ("nodes",)}
+    read = {k: options[k] for k in ("source", *needed.get(options.get("source"), ())) if k in options}
+    with caplog.at_level("WARNING", logger="sylvie"):
+        check_dataset(name, section("dataset", {**read, "seed": 0, "timeout": 60}))
+    assert not caplog.records

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from sylvie.data.table_files import listed
 from sylvie.errors import SylvieError
 from sylvie.output_dir import CANONICAL_GRAPH, check_replaceable
 
+log = logging.getLogger(__name__)
 SOURCES = ("planetoid", "ogb", "synthetic", "files", "dgl")
 # what a source needs set, besides itself
 _REQUIRED = {"files": ("edges", "node_table"), "dgl": ("graph_file",)}
@@ -68,7 +70,23 @@ def check_dataset(name: str, options) -> str:
                           f"read); see docs/datasets.md")
     if source == "files" and options.split_column and options.mask_columns:
         raise SylvieError(f"dataset '{name}': give the split once: split_column or mask_columns, not both")
+    _warn_unused(name, source, options)
     return source
+
+
+def _warn_unused(name: str, source: str, options) -> None:
+    """A warning line naming the settings of ``options`` away from their default that ``source`` does not read
+    (the schema's ``sources`` beside each knob): a split column given to Planetoid's Cora, a seed to an OGB dataset."""
+    from sylvie.config import properties, section
+
+    defaults = vars(section("dataset"))
+    unused = [k for k, spec in properties("dataset").items()
+              if source not in spec.get("sources", (source,)) and getattr(options, k) != defaults[k]]
+    if unused:
+        said = ", ".join(f"{k} (read by {', '.join(properties('dataset')[k]['sources'])})" for k in unused)
+        log.warning(f"dataset '{name}': source {source} does not read {said}: ignored; remove "
+                    f"{'them' if len(unused) > 1 else 'it'}, or give the source that reads "
+                    f"{'them' if len(unused) > 1 else 'it'}")
 
 
 def check_datasets(config: dict, where: str = "config") -> None:
