@@ -55,8 +55,8 @@ tcmalloc:
 CONFIG ?=
 CONFIG_FLAGS := $(if $(CONFIG),--configfile $(CONFIG) --replace-workflow-config)
 # Snakemake reads a --configfile before the Snakefile runs, and meets a missing file or a folder with a traceback:
-# each file is read first as the pipeline reads it, one that cannot be named in one line (sylvie/config.py, main)
-CONFIG_CHECK := $(if $(CONFIG),$(BIN)/python -m sylvie.config $(CONFIG))
+# each file is read first as the pipeline reads it, one that cannot be named in one line (sylvie/config_file.py)
+CONFIG_CHECK := $(if $(CONFIG),$(BIN)/python -m sylvie.config_file $(CONFIG))
 
 run: $(STAMP)
 	@$(CONFIG_CHECK)

@@ -4,7 +4,8 @@ import os
 
 from snakemake.utils import min_version
 
-from sylvie.config import cli_arguments, dataset_options, load_config, resolve_runs, validate
+from sylvie.config import cli_arguments, dataset_options, resolve_runs, validate
+from sylvie.config_file import load_config
 from sylvie.data.registry import check_datasets, given_files, num_nodes_before_download
 from sylvie.launch.torchrun import plan_geometry, slurm_resources
 

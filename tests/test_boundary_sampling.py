@@ -321,7 +321,7 @@ def test_drift_compares_only_rows_present_in_both_samples():
 # ---- settings ------------------------------------------------------------------------------------------------
 
 def _config_error(text: str, tmp_path) -> str:
-    from sylvie.config import load_config
+    from sylvie.config_file import load_config
 
     path = tmp_path / "config.yaml"
     path.write_text(text)

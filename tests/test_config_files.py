@@ -7,7 +7,8 @@ import json
 import pytest
 from conftest import BIN, REPO, run
 
-from sylvie.config import load_config, main, resolve_runs
+from sylvie.config import resolve_runs
+from sylvie.config_file import load_config, main
 from sylvie.errors import SylvieError
 
 READ = "is read (YAML 1.1, as Snakemake reads a config) as"
@@ -89,7 +90,7 @@ def test_what_yaml_reads_as_written_is_taken(tmp_path):
 
 @pytest.mark.unit
 def test_a_config_file_that_cannot_be_read_is_one_line(tmp_path, capsys, monkeypatch):
-    """`python -m sylvie.config FILE...`, which `make run CONFIG=` runs before Snakemake."""
+    """`python -m sylvie.config_file FILE...`, which `make run CONFIG=` runs before Snakemake."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "folder").mkdir()
     (tmp_path / "empty.yaml").write_text("")

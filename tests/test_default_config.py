@@ -16,7 +16,8 @@ import pytest
 from conftest import REPO, ranks
 
 from sylvie.atomic import read_jsonl
-from sylvie.config import as_dict, dataset_options, load_config, resolve_runs
+from sylvie.config import as_dict, dataset_options, resolve_runs
+from sylvie.config_file import load_config
 
 pytestmark = pytest.mark.claims
 

@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from sylvie.cli import main
-from sylvie.config import load_config, resolve_runs
+from sylvie.config import resolve_runs
+from sylvie.config_file import load_config
 from sylvie.errors import SylvieError
 from sylvie.output_dir import PARTITION, check_location, check_replaceable
 
