@@ -9,7 +9,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sylvie.data.table_files import chunks, decoded, files_of, filled, is_text, num_rows, ranges, read_npy, row_name
+from sylvie.data.input_files import files_of
+from sylvie.data.table_files import chunks, decoded, filled, is_text, num_rows, ranges, read_npy, row_name
 from sylvie.errors import SylvieError
 
 EDGE_KINDS = ("parquet", "arrow", "csv", "tsv", "npy")

@@ -6,9 +6,10 @@ import pyarrow as pa
 
 from sylvie.data.edge_files import read_edge_rows
 from sylvie.data.graph import Graph
+from sylvie.data.input_files import files_of
 from sylvie.data.node_table import TABLE_KINDS, read_node_table
 from sylvie.data.own_graph import own_graph
-from sylvie.data.table_files import chunks, column_names, files_of, num_rows
+from sylvie.data.table_files import chunks, column_names, num_rows
 from sylvie.data.typed_files import load_typed_files
 
 

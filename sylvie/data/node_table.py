@@ -10,13 +10,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sylvie.data.input_files import files_of
 from sylvie.data.own_graph import check_split
 from sylvie.data.table_files import (
     Chunk,
     chunks,
     column_names,
     decoded,
-    files_of,
     filled,
     is_glob,
     is_text,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from sylvie.data import files_source, generated, ogb, planetoid
 from sylvie.data.graph import Graph, load_meta, save_graph
-from sylvie.data.table_files import listed
+from sylvie.data.input_files import listed
 from sylvie.errors import SylvieError
 from sylvie.output_dir import CANONICAL_GRAPH, check_replaceable
 

@@ -1,0 +1,153 @@
+"""The files a table is read from, each checked before it is read: a path is one file or a folder of files of one
+kind (Spark's part files), of which every entry but hidden and ``_``-prefixed ones is a readable regular file or is
+refused by name (a dangling link, a FIFO: never skipped), and every file holds what its name says (not empty, not
+another kind by its first bytes, not Feather V1, not a Parquet file cut short)."""
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+from sylvie.errors import SylvieError, one_line
+
+KINDS = {".parquet": "parquet", ".pq": "parquet", ".arrow": "arrow", ".feather": "arrow", ".ipc": "arrow",
+         ".csv": "csv", ".tsv": "tsv", ".npy": "npy"}
+TEXT_KINDS = ("csv", "tsv")  # the kinds read as delimited text
+
+
+def file_kind(path: Path, what: str) -> str:
+    """The kind of ``path`` by its name (a trailing ``.gz`` allowed for CSV and TSV), else a SylvieError."""
+    suffixes = [s.lower() for s in path.suffixes]
+    if suffixes[-1:] == [".gz"] and suffixes[-2:-1] in ([".csv"], [".tsv"]):
+        return KINDS[suffixes[-2]]
+    kind = KINDS.get(suffixes[-1] if suffixes else "")
+    if kind is None:
+        raise SylvieError(f"{path}: {what}: unknown file kind '{''.join(path.suffixes) or '(no extension)'}'; give "
+                          f"Parquet (.parquet, .pq), Arrow/Feather (.arrow, .feather, .ipc), CSV or TSV (.csv, .tsv, "
+                          f"either optionally .gz) or .npy")
+    return kind
+
+
+def listed(folder: Path, what: str = "") -> list[Path]:
+    """The files of a folder given as a table, in name order: hidden files and Spark's ``_SUCCESS`` markers skipped,
+    every other entry a readable regular file (a link to one is read) or a SylvieError naming it: a folder given
+    as a table is read whole, so that nothing in it is left out without a word."""
+    entries = sorted(p for p in Path(folder).iterdir() if not p.name.startswith((".", "_")))
+    folders = [p.name for p in entries if p.is_dir()]
+    if folders:
+        raise SylvieError(f"{_at(folder, what)}the folder holds folders ({', '.join(folders[:3])}); give a folder of "
+                          f"files of one kind (a partitioned layout's folders are not read)")
+    for p in entries:
+        check_entry(p, what)
+    return entries
+
+
+def _at(path, what: str) -> str:
+    """The start of an error line about ``path``, read as ``what`` (where the config names it) if given."""
+    return f"{path}: {what}: " if what else f"{path}: "
+
+
+def check_entry(path: Path, what: str) -> None:
+    """A SylvieError unless ``path`` (a folder's entry or a file given) is a readable regular file, or a link to
+    one."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as e:
+        if not os.path.lexists(path):
+            raise SylvieError(f"{_at(path, what)}no such file or folder; check the path (relative paths are from the "
+                              f"directory the command runs in)") from None
+        if e.errno == errno.ELOOP:
+            raise SylvieError(f"{_at(path, what)}a symbolic link that leads back to itself (a loop); replace it "
+                              f"with the file it should name, or remove it") from None
+        if e.errno == errno.ENOENT:
+            raise SylvieError(f"{_at(path, what)}a symbolic link to {os.readlink(path)}, which does not exist; "
+                              f"restore its target, or remove the link") from None
+        raise SylvieError(f"{_at(path, what)}cannot be read ({one_line(e)})") from None
+    if not stat.S_ISREG(mode):
+        kind = ("a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else
+                "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file")
+        raise SylvieError(f"{_at(path, what)}{kind}, not a file of the table; give regular files only (of a folder "
+                          f"every entry is read but hidden and _-prefixed ones), or remove it")
+    if not os.access(path, os.R_OK):
+        raise SylvieError(f"{_at(path, what)}not readable (permission denied); make it readable (chmod a+r) or "
+                          f"remove it")
+
+
+def files_of(path: str | Path, what: str, kinds: tuple[str, ...]) -> tuple[list[Path], str]:
+    """The files of ``path`` (itself, or a folder's files: ``listed``) and their one kind, which must be among
+    ``kinds``, each checked to hold what its name says (``check_content``)."""
+    path = Path(path)
+    if path.is_dir():
+        files = listed(path, what)
+        if not files:
+            raise SylvieError(f"{path}: {what}: the folder holds no files")
+    else:
+        check_entry(path, what)
+        files = [path]
+    found = {file_kind(f, what) for f in files}
+    if len(found) > 1:
+        raise SylvieError(f"{path}: {what}: the folder mixes file kinds ({', '.join(sorted(found))}); keep one kind")
+    kind = found.pop()
+    if kind not in kinds:
+        raise SylvieError(f"{files[0]}: {what}: a {kind} file cannot hold this table; give "
+                          f"{' or '.join(sorted(set(kinds)))}")
+    for f in files:
+        check_content(f, kind, what)
+    return files, kind
+
+
+# how each kind of file begins (a legacy Arrow stream, before Arrow 0.15, began otherwise: not read)
+_MAGIC = ((b"PAR1", "parquet"), (b"ARROW1", "arrow"), (b"\xff\xff\xff\xff", "arrow"), (b"FEA1", "feather1"),
+          (b"\x93NUMPY", "npy"), (b"\x1f\x8b", "gzip"), (b"PK\x03\x04", "zip"))
+_SAID = {"parquet": "a Parquet file", "arrow": "an Arrow IPC/Feather file", "npy": "an .npy array",
+         "feather1": "a Feather V1 file", "gzip": "gzip-compressed", "zip": "a zip archive (.npz, .xlsx, ...)",
+         "csv": "CSV text", "tsv": "TSV text"}
+_SUFFIX = {"parquet": ".parquet", "arrow": ".arrow", "npy": ".npy", "gzip": ".gz"}
+
+
+def content_kind(head: bytes) -> str | None:
+    """The kind of file whose first bytes are ``head`` (one of ``_MAGIC``'s), None for text or anything else."""
+    return next((kind for magic, kind in _MAGIC if head.startswith(magic)), None)
+
+
+def check_content(path: Path, kind: str, what: str) -> None:
+    """A SylvieError naming ``path`` where it cannot hold a table of ``kind`` (its name's): empty, of another kind
+    by its first bytes (a CSV named .parquet, a gzip file not named .gz), a Feather V1 file, or a Parquet file cut
+    short."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8)
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(size - 4, 0))
+            tail = f.read(4)
+    except OSError as e:
+        raise SylvieError(f"{path}: {what}: cannot be read ({one_line(e)})") from None
+    if size == 0:
+        raise SylvieError(f"{path}: {what}: the file is empty (0 bytes); write the table into it"
+                          f"{' (at least its header line)' if kind in TEXT_KINDS else ''}, or remove it")
+    found = content_kind(head)
+    if found == "feather1":
+        raise SylvieError(f"{path}: {what}: a Feather V1 file, an old format that cannot be read in chunks; write it "
+                          f"again as Feather V2, e.g. pyarrow.feather.write_feather(pyarrow.feather.read_table(OLD), "
+                          f"NEW) (pandas' to_feather writes V2)")
+    if kind in TEXT_KINDS:
+        gz = path.suffix.lower() == ".gz"
+        if gz and found != "gzip":
+            raise SylvieError(f"{path}: {what}: not gzip-compressed, though its name ends .gz; "
+                              + (f"it is {_SAID[found]}: name it by its kind" if found else
+                                 "rename it without the .gz"))
+        if not gz and found == "gzip":
+            raise SylvieError(f"{path}: {what}: gzip-compressed, though its name does not end .gz; rename it "
+                              f"{path.name}.gz")
+        if found is None or gz:
+            return
+    if found != kind:
+        rename = f"rename it to {_SUFFIX[found]}" if found in _SUFFIX else "convert it"
+        raise SylvieError(f"{path}: {what}: " + (
+            f"the file is {_SAID[found]}, not {_SAID[kind]} as its name says; {rename}" if found else
+            f"not {_SAID[kind]} (it does not begin as one does): damaged, or of another kind than its name says; "
+            f"write it again, or name it by its kind"))
+    if kind == "parquet" and tail != b"PAR1":
+        raise SylvieError(f"{path}: {what}: the Parquet file is cut short (its end, the footer, is missing): "
+                          f"copy or write it again")
