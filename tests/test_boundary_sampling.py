@@ -376,6 +376,8 @@ def test_runs_of_different_shares_are_different_rows_of_the_report(tmp_path, cap
 
     from test_report import report, write_run
 
+    from sylvie.formats.checksum import with_checksum
+
     def run(d, seed, p, acc):
         d = write_run(d, seed=seed, acc=acc)
         ev = json.loads((d / "eval.json").read_text())
@@ -383,7 +385,7 @@ def test_runs_of_different_shares_are_different_rows_of_the_report(tmp_path, cap
             del ev["train"]["boundary_sampling"]
         else:
             ev["train"]["boundary_sampling"] = p
-        (d / "eval.json").write_text(json.dumps(ev))
+        (d / "eval.json").write_text(json.dumps(with_checksum(ev)))  # as sylvie evaluate would write it
         return d
 
     r = tmp_path / "results" / "bns"

@@ -148,7 +148,8 @@ def test_eval_result_round_trip(tmp_path):
 
 def test_an_eval_json_written_before_the_version_reads_as_version_1(tmp_path):
     write_eval_result(tmp_path / "eval.json", _result())
-    _edit_json(tmp_path / "eval.json", format_version=None, inference=None)  # the oldest had no inference
+    # the oldest had no inference (nor a checksum)
+    _edit_json(tmp_path / "eval.json", format_version=None, inference=None, checksum=None)
     back = read_eval_result(tmp_path / "eval.json")
     assert back.inference is None and back.comm == {"bits": 8, "pipeline": False} and back.sampling is None
 

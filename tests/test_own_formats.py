@@ -230,3 +230,116 @@ def test_a_model_the_system_will_not_read_is_cannot_read_not_not_a_model(tmp_pat
     monkeypatch.undo()
     with pytest.raises(SylvieError, match="not a model written by `sylvie train`"):
         load_model(path)  # readable, but not ours
+
+
+# ---- files we wrote, changed after: refused by the checksum they carry (issue 57, class 8) -------------------------
+
+def _flip_inside_a_tensor(path: Path) -> None:
+    """Flip one byte in the middle of the largest tensor a torch file holds: the file still loads, with another
+    value in it (what a flipped bit on disk does)."""
+    import torch
+
+    def tensors(x):
+        if isinstance(x, torch.Tensor):
+            yield x
+        elif isinstance(x, dict):
+            for v in x.values():
+                yield from tensors(v)
+        elif isinstance(x, (list, tuple)):
+            for v in x:
+                yield from tensors(v)
+
+    largest = max(tensors(torch.load(path, weights_only=True)), key=torch.Tensor.nelement)
+    data = bytearray(path.read_bytes())
+    at = data.find(largest.numpy().tobytes())
+    assert at >= 0
+    data[at + largest.nelement() * largest.element_size() // 2] ^= 0x10
+    path.write_bytes(bytes(data))
+
+
+def _changed_json(path: Path, edit, line: int | None = None) -> None:
+    """Change a value of a JSON file (of one line of a JSON-lines file), leaving it valid JSON."""
+    lines = path.read_text().splitlines()
+    if line is None:
+        d = json.loads(path.read_text())
+        edit(d)
+        path.write_text(json.dumps(d, indent=2) + "\n")
+    else:
+        d = json.loads(lines[line - 1])
+        edit(d)
+        lines[line - 1] = json.dumps(d)
+        path.write_text("\n".join(lines) + "\n")
+
+
+def _changed(case: str, made: dict, tmp: Path) -> tuple[list[str], Path, str]:
+    """(the command, the file changed, what its line must say) for each file of ours changed after writing."""
+    part, vip, run = made["partition"], made["vip"], made["run"]
+    out = tmp / "out"
+    r = _copy(run, tmp / "r")
+    start_over = "delete it to train the run from its first epoch"
+    if case.startswith("checkpoint-"):  # the made run again: it would resume from its checkpoint
+        ckpt = r / "checkpoints" / "last.pt"
+        _flip_inside_a_tensor(ckpt) if case == "checkpoint-byte-flipped" else truncate(ckpt)
+        said = "was changed after `sylvie train`" if case == "checkpoint-byte-flipped" else "the file is damaged"
+        return (["train", "--partition", str(part), "--out", str(r), "--epochs", "2", "--checkpoint-every", "1",
+                 "--no-progress", "--hidden", "4"], ckpt, f"{said}.*{start_over}")
+    if case == "model-byte-flipped":
+        _flip_inside_a_tensor(r / "model.pt")
+        return (["evaluate", "--dataset", str(made["dataset"]), "--model", str(r / "model.pt"), "--out", str(out)],
+                r / "model.pt", "was changed after `sylvie train`.*rerun `sylvie train`")
+    if case.startswith("vip-"):
+        v = _copy(vip, tmp / "v")
+        if case == "vip-manifest-value-changed":
+            _changed_json(v / "manifest.json", lambda m: m["parts"][0].update(expected_sampled=1.5))
+            named, said = v / "manifest.json", "was changed after `sylvie vip`.*rerun `sylvie vip`"
+        else:
+            data = bytearray((v / "vip-0.npy").read_bytes())
+            data[-8] ^= 0x01
+            (v / "vip-0.npy").write_bytes(bytes(data))
+            named, said = v / "vip-0.npy", "sha256 differs.*rerun `sylvie vip`"
+        return (["train", "--out", str(out), "--epochs", "1", "--no-progress", "--mode", "sampled", "--arch", "sage",
+                 "--no-self-loop", "--partition", str(part), "--vip", str(v)], named, said)
+    if case == "dataset-meta-value-changed":
+        d = _copy(made["dataset"], tmp / "d")
+        _changed_json(d / "meta.json", lambda m: m.update(num_test=m["num_test"] + 1))
+        return (["partition", str(d), "--out", str(out), "--parts", "2"], d / "meta.json",
+                "was changed after `sylvie download`.*rerun `sylvie download`")
+    report = ["report", str(r), "--out", str(out)]
+    if case == "eval-value-changed":
+        _changed_json(r / "eval.json", lambda d: d.update(test_acc=0.99))
+        return report, r / "eval.json", "was changed after `sylvie evaluate`.*rerun `sylvie evaluate`"
+    if case == "metrics-value-changed":
+        _changed_json(r / "metrics.jsonl", lambda d: d.update(loss=0.5), line=2)
+        return report, r / "metrics.jsonl", "metrics.jsonl: line 2: was changed after `sylvie train`"
+    if case == "failure-record-changed":  # a run that stopped: failed.json beside the epochs it ran
+        from sylvie.formats.run_failure import RunFailure, write_run_failure
+
+        (r / "eval.json").unlink()
+        (r / "model.pt").unlink()
+        write_run_failure(r, RunFailure("diverged", 2, "loss 40 at epoch 2"))
+        _changed_json(r / "failed.json", lambda d: d.update(epoch=1))
+        return report, r / "failed.json", "was changed after `sylvie train`"
+    raise AssertionError(case)
+
+
+@pytest.mark.parametrize("case", ["checkpoint-byte-flipped", "checkpoint-truncated", "model-byte-flipped",
+                                  "vip-manifest-value-changed", "vip-array-byte-flipped", "eval-value-changed",
+                                  "metrics-value-changed", "failure-record-changed", "dataset-meta-value-changed"])
+def test_a_file_of_ours_changed_after_it_was_written_is_refused_naming_it(case, made, tmp_path, capsys):
+    """Every file a stage reads back that we wrote carries a checksum of its content (or is listed with its sha256
+    in one that does): one changed on disk, though still readable, is refused in one line naming it and what to do;
+    nothing is written, and the damaged file is left as it is (a checkpoint is neither resumed nor written over)."""
+    import re
+
+    argv, named, said = _changed(case, made, tmp_path)
+    before = named.read_bytes()
+    model = tmp_path / "r" / "model.pt"
+    model_before = model.read_bytes() if model.exists() else None
+    capsys.readouterr()
+    code = main(argv)
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
+    assert str(named) in lines[0] and re.search(said, lines[0]), err
+    assert named.read_bytes() == before and not (tmp_path / "out").exists()
+    assert (model.read_bytes() if model.exists() else None) == model_before

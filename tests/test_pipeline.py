@@ -199,4 +199,5 @@ def test_partition_parallel_evaluation_in_the_pipeline(finished_pipeline, config
     after = json.loads((finished_pipeline / "results/gcn-p4/seed0/eval.json").read_text())
     assert before.pop("inference") == "whole graph, one process"
     assert after.pop("inference") == "partition-parallel, 4 ranks"
+    before.pop("checksum"), after.pop("checksum")  # of the content, inference included
     assert after == before

@@ -58,9 +58,10 @@ def write_run(d, seed=0, arch="gcn", mode="full", acc=0.8, epochs=6, test_nodes=
     """A run directory as `sylvie train` and `sylvie evaluate` leave it: metrics.jsonl and eval.json (through the
     evaluate stage's writer), or, for a run whose training failed (a RunFailure), metrics.jsonl of the epochs it ran
     and failed.json."""
-    from sylvie.atomic import write_jsonl
+    from sylvie.atomic import json_safe, write_jsonl
     from sylvie.config import as_dict, section
     from sylvie.evaluate.result import write_eval
+    from sylvie.formats.checksum import with_checksum
     from sylvie.formats.model_file import ModelFile
     from sylvie.formats.run_failure import write_run_failure
 
@@ -71,10 +72,11 @@ def write_run(d, seed=0, arch="gcn", mode="full", acc=0.8, epochs=6, test_nodes=
     if failure is not None:
         records = records[:failure.epoch]
         records[-1]["loss"] = None if failure.reason == "non-finite" else 1e9
-        write_jsonl(d / "metrics.jsonl", records)
+    # each line with its checksum, as write_metrics writes it
+    write_jsonl(d / "metrics.jsonl", [with_checksum(json_safe(r)) for r in records])
+    if failure is not None:
         write_run_failure(d, failure)
         return d
-    write_jsonl(d / "metrics.jsonl", records)
     train = {k: v for k, v in as_dict(section("train", {"mode": mode, "epochs": epochs})).items() if k != "seeds"}
     sampled_cfgs = {"sampling_cfg": as_dict(section("sampling", {})), "features_cfg": as_dict(section("features", {})),
                     "cache_cfg": as_dict(section("cache", {"policy": "vip", "alpha": 0.2}))} if sampled else {}
@@ -173,17 +175,23 @@ def test_runs_are_grouped_by_their_settings_and_folder(tmp_path, capsys):
     ]
 
 
+def _unsealed(line: str) -> dict:
+    """A metrics line's object without its checksum: as lines were written before they carried one."""
+    return {k: v for k, v in json.loads(line).items() if k != "checksum"}
+
+
 def test_numbers_that_are_not_finite_are_words(tmp_path, capsys):
     r = tmp_path / "results"
     no_test = write_run(r / "no-test-nodes/seed0", test_nodes=False)
     stalled = write_run(r / "stalled/seed0")  # its last epoch, where it reaches the target, took forever
     lines = (stalled / "metrics.jsonl").read_text().splitlines()
-    lines[-1] = json.dumps({**json.loads(lines[-1]), "epoch_time": math.inf})  # Infinity: as Python's json writes it
+    # Infinity: as Python's json writes it (the line without its checksum, as written before lines carried one)
+    lines[-1] = json.dumps({**_unsealed(lines[-1]), "epoch_time": math.inf})
     (stalled / "metrics.jsonl").write_text("\n".join(lines) + "\n")
     never = write_run(r / "never-evaluated/seed0")
     lines = (never / "metrics.jsonl").read_text().splitlines()
     (never / "metrics.jsonl").write_text("".join(
-        json.dumps({**json.loads(line), "val_acc": None}) + "\n" for line in lines))
+        json.dumps({**_unsealed(line), "val_acc": None}) + "\n" for line in lines))
     code, err, rows = report(tmp_path, [no_test, stalled, never], capsys)
     assert code == 0, err
     by_run = {row["run"]: row for row in rows}

@@ -85,6 +85,32 @@ def test_a_restart_resumes_from_the_checkpoint_of_the_same_run_only(tmp_path):
     assert other.resumed_at is None and "starting afresh" in lines[0] and "run changed (a -> b)" in lines[0]
 
 
+def test_a_changed_checkpoint_is_refused_and_one_from_before_checksums_resumes_with_a_warning(tmp_path, caplog):
+    """A checkpoint whose content no longer matches its checksum is refused naming it, and left as it is (not
+    resumed, not written over); one written before checkpoints carried a checksum still resumes, saying so."""
+    import torch
+
+    from sylvie.errors import SylvieError
+
+    losses, accs, train = [2.0, 1.5, 1.2, 1.1, 1.0], [0.3, 0.6, 0.5, 0.55, 0.7], _train(epochs=5, checkpoint_every=2)
+    with pytest.raises(TrainingDiverged):  # stops after epochs 0-2 (checkpoint after epoch 1)
+        run_epochs(FakeTrainer(losses, accs, fail_at=3), 0, tmp_path, train, {"run": "a"}, log=lambda _: None)
+    ckpt = tmp_path / "checkpoints" / "last.pt"
+    state = torch.load(ckpt, weights_only=True)
+    torch.save({**state, "trainer": {"trained": 7}}, ckpt)  # one value changed, its checksum as it was
+    before = ckpt.read_bytes()
+    with pytest.raises(SylvieError, match=f"^{ckpt}: was changed after `sylvie train` wrote it .*; this run cannot "
+                                          f"resume from it: delete it to train the run from its first epoch"):
+        run_epochs(FakeTrainer(losses, accs), 0, tmp_path, train, {"run": "a"}, log=lambda _: None)
+    assert ckpt.read_bytes() == before
+
+    torch.save({k: v for k, v in state.items() if k != "checksum"}, ckpt)  # as written before checksums
+    again, lines = FakeTrainer(losses, accs), []
+    run_epochs(again, 0, tmp_path, train, {"run": "a"}, log=lines.append)
+    assert again.resumed_at == 2 and "resuming from" in lines[0]
+    assert f"{ckpt}: written before checkpoints carried a checksum" in caplog.text
+
+
 def test_a_non_finite_epoch_stops_with_the_epochs_before_it_recorded(tmp_path):
     with pytest.raises(TrainingDiverged):
         run_epochs(FakeTrainer([2.0] * 5, [0.5] * 5, fail_at=2), 0, tmp_path, _train(epochs=5), {}, log=print)

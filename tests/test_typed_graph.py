@@ -13,6 +13,7 @@ from sylvie.data.generated import generate_from
 from sylvie.data.graph import load_graph, save_graph
 from sylvie.data.mag_like import MAG_EDGES, MAG_NODES, MAG_TOTAL
 from sylvie.errors import SylvieError
+from sylvie.formats.checksum import with_checksum
 from sylvie.graph_types import GraphTypes, Relation
 from sylvie.models.blocks import whole_graph_typed_block
 from sylvie.models.typed_gnn import TypedGNN
@@ -118,6 +119,10 @@ def test_a_meta_json_edited_is_named(mag, tmp_path):
     meta = json.loads((tmp_path / "g" / "meta.json").read_text())
     meta["types"]["relations"][0][0] = "venue"
     (tmp_path / "g" / "meta.json").write_text(json.dumps(meta))
+    with pytest.raises(SylvieError, match="meta.json: was changed after `sylvie download` wrote it"):
+        load_graph(tmp_path / "g")
+    # its checksum made again (or a file from before meta.json carried one): the types it names are checked too
+    (tmp_path / "g" / "meta.json").write_text(json.dumps(with_checksum(meta)))
     with pytest.raises(SylvieError, match="meta.json: relation \\(venue, writes, paper\\) names node type 'venue'"):
         load_graph(tmp_path / "g")
 

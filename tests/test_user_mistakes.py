@@ -10,6 +10,7 @@ from sylvie.cli import main
 from sylvie.config import resolve_runs
 from sylvie.config_file import load_config
 from sylvie.errors import SylvieError
+from sylvie.formats.checksum import with_checksum
 from sylvie.output_dir import PARTITION, check_location, check_replaceable
 
 pytestmark = pytest.mark.unit
@@ -219,7 +220,7 @@ def test_an_edited_model_cfg_is_named_not_a_state_dict_error(capsys, cora_dir, t
     ckpt = torch.load(trained_gcn, weights_only=False)
     ckpt["model_cfg"].update(edit)
     edited = tmp_path / "model.pt"
-    torch.save(ckpt, edited)
+    torch.save(with_checksum(ckpt), edited)  # its checksum made again: else refused as edited, before the weights
     err = _error(capsys, ["evaluate", "--dataset", cora_dir, "--model", edited, "--out", tmp_path / "eval.json"])
     assert f"{edited}: its weights do not fit its saved model_cfg" in err and re.search(mismatch, err)
     assert "rerun `sylvie train`" in err and "state_dict" not in err

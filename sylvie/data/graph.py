@@ -6,7 +6,8 @@ On disk a canonical graph is a directory:
                   -1 = unlabelled), one bool column per split (``SPLITS``: train, val, test)
     edges.arrow   Arrow IPC file, one row per directed edge src -> dst (int64 node ids)
     meta.json     name, counts, num_classes, source, fingerprint (sha256 of the arrays); class_names where the
-                  labels were given as names (class i is class_names[i])
+                  labels were given as names (class i is class_names[i]); checksum, of all its other fields
+                  (``sylvie.formats.checksum``; a meta.json written before it is read unchecked)
     node_keys.arrow  only for a graph made from a user's files with their own node ids
                   (``sylvie/formats/node_keys.py``; a typed graph's: of its target type's nodes)
 
@@ -33,6 +34,7 @@ import pyarrow.ipc as ipc
 from sylvie.arrow_arrays import as_numpy
 from sylvie.atomic import atomic_path, read_json
 from sylvie.errors import SylvieError, one_line
+from sylvie.formats.checksum import checked, with_checksum
 from sylvie.formats.node_keys import write_node_keys
 from sylvie.formats.splits import SPLITS
 from sylvie.graph_types import HOMOGENEOUS, GraphTypes
@@ -357,6 +359,7 @@ def save_graph(graph: Graph, directory: str | Path, source: str, inputs: tuple =
                 _write_arrow(tmp / type_features_file(t), pa.table({"feat": _feat_column(f)}))
         if graph.node_keys is not None:
             meta["node_keys_sha256"] = write_node_keys(tmp, graph.node_keys)
+        meta = with_checksum(meta)  # a checksum of the rest: load_meta checks it
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
     return meta
 
@@ -422,7 +425,7 @@ def load_meta(directory: str | Path) -> dict:
         if not isinstance(meta[key], typ) or isinstance(meta[key], bool):
             raise SylvieError(f"{path}: field '{key}' is {meta[key]!r}, not a{'n' if typ is int else ''} "
                               f"{typ.__name__}; the file was edited: rerun `sylvie download`")
-    return meta
+    return checked(meta, path, "sylvie download", "rerun `sylvie download`", "a dataset's meta.json")
 
 
 def load_graph(directory: str | Path, features: bool = True) -> Graph:

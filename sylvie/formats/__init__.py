@@ -13,6 +13,8 @@ version where it has one (a file of another version is refused, naming it and th
 - ``rank_failures``: what failed ranks record for their launcher (``sylvie launch``);
 - ``splits``: the split names (train, val, test).
 
+``checksum`` is the one check that a file read back is what we wrote: the checksum of its content it carries
+(the manifests, ``model.pt``, a checkpoint, ``eval.json``, ``failed.json``, each line of ``metrics.jsonl``).
 ``checked_json`` and ``recognise`` serve the readers: one-line errors, and which of our formats a wrong file is.
 The canonical graph's format is ``sylvie.data.graph``'s, the shards' ``sylvie.partition``'s.
 """

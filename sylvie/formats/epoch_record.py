@@ -7,7 +7,8 @@ A line is flat: the common fields, then the fields of the trainer's part (``halo
 halo exchange's; ``batches`` for sampled training, the minibatches'). ``planned`` stays an object.
 
 Versions: 2 adds ``format_version`` and ``mode`` to every line. Version 1 (no ``format_version``) is read as well:
-its mode is sampled when its line has the minibatch fields, else full.
+its mode is sampled when its line has the minibatch fields, else full. Each line written carries a ``checksum`` of
+its fields (``sylvie.formats.checksum``), checked when it is read; lines written before it are read unchecked.
 """
 from __future__ import annotations
 
@@ -16,9 +17,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from sylvie.atomic import write_jsonl
+from sylvie.atomic import json_safe, write_jsonl
 from sylvie.errors import SylvieError
 from sylvie.formats.checked_json import read_text, schema_problem
+from sylvie.formats.checksum import checked, with_checksum
 from sylvie.formats.recognise import looks_like
 
 FORMAT_VERSION = 2
@@ -195,7 +197,7 @@ def _values(kind, obj: dict, skip: tuple[str, ...] = ()) -> dict:
 def write_metrics(run_dir: str | Path, records: list[EpochRecord]) -> Path:
     """``run_dir/metrics.jsonl``, atomically."""
     path = Path(run_dir) / FILE
-    write_jsonl(path, [r.to_json() for r in records])
+    write_jsonl(path, [with_checksum(json_safe(r.to_json())) for r in records])
     return path
 
 
@@ -218,6 +220,7 @@ def read_metrics(path: str | Path, fix: str = _FIX, required: bool = True) -> li
             raise SylvieError(f"{path}: line {i} is not valid JSON ({e}); the file is damaged or cut short: "
                               f"{fix}") from e
         record = EpochRecord.from_json(obj, f"{path}: line {i}", fix)
+        checked(obj, f"{path}: line {i}", "sylvie train", fix, FILE)
         _check_follows(records, record, f"{path}: line {i}", fix)
         records.append(record)
     if required and not records:

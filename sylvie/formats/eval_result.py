@@ -12,6 +12,8 @@ predictions of ``--predictions``: ``predictions.py``).
     sampling, cache, features      a sampled run's sections (absent for a full-graph run)
     ...                     the training summary's fields, at the top level: best_epoch, best_val_acc,
                             test_acc_at_best_val, num_parts, setup_bytes and what the trainer adds
+    checksum                of all the other fields (``sylvie.formats.checksum``): a damaged or edited file is
+                            refused; one written before files carried it is read unchecked, with a warning
 
 Version history of eval.json: 1: ``format_version`` recorded. Files written before it have the same fields without
 it (the oldest no ``inference``): they are read as version 1. A file of another version is refused: rerun
@@ -24,9 +26,10 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sylvie.atomic import write_json
+from sylvie.atomic import json_safe, write_json
 from sylvie.errors import SylvieError
 from sylvie.formats.checked_json import loads_strict, read_text, schema_problem
+from sylvie.formats.checksum import FIELD, checked, with_checksum
 from sylvie.formats.recognise import EVAL_RESULT_KEYS, looks_like
 from sylvie.formats.splits import SPLITS
 
@@ -51,7 +54,8 @@ SCHEMA = {
         "cache": {"type": "object", "properties": {"policy": {"type": "string"}, "alpha": {"type": "number"}}},
     },
 }
-_OWN_KEYS = {"format_version", "dataset", "evaluator", "inference", *SECTIONS, *(f"{s}_acc" for s in SPLITS)}
+_OWN_KEYS = {"format_version", "dataset", "evaluator", "inference", *SECTIONS, *(f"{s}_acc" for s in SPLITS),
+             FIELD}
 
 
 @dataclass(frozen=True)
@@ -86,7 +90,7 @@ class EvalResult:
 def write_eval_result(path: str | Path, result: EvalResult) -> dict:
     """Write ``result`` to ``path`` atomically; returns the object written."""
     content = result.content()
-    write_json(path, content)
+    write_json(path, with_checksum(json_safe(content)))
     return content
 
 
@@ -107,6 +111,7 @@ def read_eval_result(path: str | Path, fix: str | None = None) -> EvalResult:
     if problem:
         raise SylvieError(f"{path}: not an evaluation written by `sylvie evaluate` ({problem}"
                           f"{looks_like(obj, FILE)}); {fix}")
+    obj = checked(obj, path, "sylvie evaluate", fix, FILE)
     acc = {s: obj.get(f"{s}_acc") for s in SPLITS}
     return EvalResult(dataset=obj["dataset"], evaluator=obj.get("evaluator"), inference=obj.get("inference"),
                       accuracies={s: math.nan if a is None else float(a) for s, a in acc.items()},

@@ -14,6 +14,8 @@ loads. A ``torch.save`` of one dict:
     summary              the run's summary (best epoch and accuracies, num_parts, what the trainer adds);
                          ``model_chosen_by``: which epoch's weights these are, ``BY_VALIDATION`` or ``BY_LAST_EPOCH``
                          (absent in files written before it: by validation)
+    checksum             of all the other entries (``sylvie.formats.checksum``): a damaged file is refused; one
+                         written before files carried it is read unchecked, with a warning
 
 This module is the format's only writer and reader.
 
@@ -28,6 +30,7 @@ from pathlib import Path
 
 from sylvie.atomic import atomic_path
 from sylvie.errors import SylvieError, one_line, system_said
+from sylvie.formats.checksum import checked, load_torch, with_checksum
 
 FORMAT_VERSION = 1
 FILE = "model.pt"
@@ -66,19 +69,17 @@ def save_model(path: str | Path, model: ModelFile) -> None:
     import torch  # here, not at the top: `sylvie report` reads the names above and need not start torch (3 s)
 
     with atomic_path(path) as tmp:
-        torch.save(content, tmp)
+        torch.save(with_checksum(content), tmp)
 
 
 def load_model(path: str | Path) -> ModelFile:
     """The model file at ``path`` (its weights on the CPU); a missing file, another file or one of another version
     is a clear error naming it."""
-    import torch
-
     p = Path(path)
     if not p.is_file():
         raise SylvieError(f"{p}: trained model not found; run `sylvie train` first")
     try:
-        content = torch.load(p, map_location="cpu", weights_only=True)
+        content = load_torch(p)
     except OSError as e:  # the system refused the read: the file may be a model; say what the system said
         raise SylvieError(f"{p}: cannot read the trained model: {system_said(e)[0]}; make it readable to you (or run "
                           f"as its owner) and try again") from None
@@ -94,6 +95,8 @@ def load_model(path: str | Path) -> ModelFile:
     if version != FORMAT_VERSION:
         raise SylvieError(f"{p}: a model file of format version {version!r}; this sylvie reads version "
                           f"{FORMAT_VERSION}: rerun `sylvie train` with this version of sylvie")
+    content = checked(content, p, "sylvie train", "rerun `sylvie train` for this run to write it again",
+                      f"a model file ({FILE})")
     return ModelFile(weights=content["model"], model_cfg=content["model_cfg"], train_cfg=content["train_cfg"],
                      in_feats=content["in_feats"], num_classes=content["num_classes"],
                      dataset_fingerprint=content["dataset_fingerprint"], summary=content["summary"],

@@ -9,12 +9,12 @@ synthetic, or files without a node_key) has no such file: its nodes' ids are the
 """
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
+from sylvie.atomic import file_sha256
 from sylvie.errors import SylvieError, one_line
 
 FILE = "node_keys.arrow"
@@ -29,15 +29,7 @@ def write_node_keys(directory: str | Path, keys: pa.Array) -> str:
     table = pa.table({"key": keys})
     with ipc.new_file(Path(directory) / FILE, table.schema) as w:
         w.write_table(table)
-    return _sha256(Path(directory) / FILE)
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 24), b""):
-            h.update(block)
-    return h.hexdigest()
+    return file_sha256(Path(directory) / FILE)
 
 
 def read_node_keys(directory: str | Path, num_nodes: int, sha256: str | None = None) -> pa.Array | None:
@@ -48,7 +40,7 @@ def read_node_keys(directory: str | Path, num_nodes: int, sha256: str | None = N
         if sha256:
             raise SylvieError(f"{path}: missing (meta.json records the nodes' ids); rerun `sylvie download`")
         return None
-    if sha256 and _sha256(path) != sha256:
+    if sha256 and file_sha256(path) != sha256:
         raise SylvieError(f"{path}: changed since `sylvie download` wrote it (its sha256 is not meta.json's "
                           f"node_keys_sha256); rerun `sylvie download`")
     try:

@@ -34,12 +34,12 @@ version is refused: rerun ``sylvie partition``.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
 from sylvie.atomic import read_json
 from sylvie.errors import SylvieError
+from sylvie.formats.checksum import FIELD, content_sha256
 from sylvie.graph_types import HOMOGENEOUS
 from sylvie.output_dir import identify
 
@@ -52,9 +52,9 @@ _REQUIRED = ("num_parts", "num_features", "num_classes", "num_train", "dataset_f
 
 
 def manifest_checksum(manifest: dict) -> str:
-    """sha256 of the manifest's content without its ``checksum`` field (keys sorted, compact JSON)."""
-    body = {k: v for k, v in manifest.items() if k != "checksum"}
-    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    """sha256 of the manifest's content without its ``checksum`` field (``checksum.content_sha256``: keys sorted,
+    compact JSON)."""
+    return content_sha256({k: v for k, v in manifest.items() if k != FIELD})
 
 
 def write_manifest(directory: str | Path, fields: dict) -> dict:

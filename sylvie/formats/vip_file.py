@@ -4,7 +4,9 @@
                    minibatches the sampled trainer draws from part k
     manifest.json  format_version; kind ("vip"); fanouts (DGL's order) and batch_size, the sampling setting;
                    partition_checksum (the partition's manifest checksum); parts: per part its part, file, sha256,
-                   batch_size (the seeds a minibatch of that part holds) and expected_sampled (the VIP's sum)
+                   batch_size (the seeds a minibatch of that part holds) and expected_sampled (the VIP's sum);
+                   checksum, of all the other fields (``sylvie.formats.checksum``): a damaged or edited manifest is
+                   refused (one written before it had one is read unchecked, with a warning)
 
 This module is the format's only writer and reader. ``manifest.json``'s keys ``kind``, ``fanouts``, ``batch_size``
 and ``parts`` are also what ``sylvie.output_dir.VIP`` identifies the directory by.
@@ -22,6 +24,7 @@ import numpy as np
 
 from sylvie.atomic import file_sha256, read_json
 from sylvie.errors import SylvieError
+from sylvie.formats.checksum import checked, with_checksum
 from sylvie.output_dir import VIP, identify
 
 FORMAT_VERSION = 1
@@ -46,8 +49,8 @@ def write_vip_analysis(directory: str | Path, fanouts: Sequence[int], batch_size
         np.save(directory / name, vip)
         entries.append({"part": k, "file": name, "sha256": file_sha256(directory / name), "batch_size": batch,
                         "expected_sampled": float(vip.sum())})
-    manifest = {"format_version": FORMAT_VERSION, "kind": KIND, "fanouts": list(fanouts), "batch_size": batch_size,
-                "partition_checksum": partition_checksum, "parts": entries}
+    manifest = with_checksum({"format_version": FORMAT_VERSION, "kind": KIND, "fanouts": list(fanouts),
+                              "batch_size": batch_size, "partition_checksum": partition_checksum, "parts": entries})
     (directory / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
     return manifest
 
@@ -75,6 +78,7 @@ def read_vip(vip_dir, part: int, partition_checksum: str, fanouts: Sequence[int]
         written = "before the format had a version" if version is None else f"in format version {version!r}"
         raise SylvieError(f"{manifest_path}: a VIP analysis written {written}; this sylvie reads version "
                           f"{FORMAT_VERSION}: {rerun}")
+    manifest = checked(manifest, manifest_path, "sylvie vip", rerun, "a VIP manifest")
     if manifest.get("partition_checksum") != partition_checksum:
         raise SylvieError(f"{manifest_path}: written for another partition; {rerun}")
     if list(manifest.get("fanouts", [])) != list(fanouts) or manifest.get("batch_size") != batch_size:

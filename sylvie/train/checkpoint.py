@@ -4,6 +4,11 @@ A checkpoint carries the identity of its run: everything that shapes the trainin
 optimiser and exchange settings, seed, and the partition: dataset, method, seed and every shard's checksum).
 It is resumed only when that identity matches and its epoch lies before the configured end; otherwise the
 run starts afresh and says why.
+
+A checkpoint carries a checksum of its content (``sylvie.formats.checksum``). One that cannot be read, or whose
+checksum does not match, is damaged: it is refused, naming it (delete it to start the run over; only the latest
+checkpoint is kept), never resumed nor written over. One written before checkpoints carried a checksum is resumed
+as before, unchecked, and the run says so: refusing it would throw its epochs away on no sign of damage.
 """
 from __future__ import annotations
 
@@ -13,6 +18,8 @@ import torch
 
 from sylvie.atomic import atomic_path
 from sylvie.config import resumable_keys, section
+from sylvie.errors import SylvieError, one_line, system_said
+from sylvie.formats.checksum import FIELD, checked, load_torch, with_checksum
 from sylvie.train.optimiser import schedule_follows_epochs
 
 # knobs added after checkpoints carried an identity, per section: one at its default (the schema's) is left out of
@@ -60,20 +67,36 @@ def _difference(saved: dict, wanted: dict) -> str | None:
     return None
 
 
+# what to do about a damaged checkpoint
+START_OVER = "this run cannot resume from it: delete it to train the run from its first epoch (no earlier " \
+             "checkpoint is kept)"
+UNCHECKED = "written before checkpoints carried a checksum, so it is resumed without that check"
+
+
 def save_checkpoint(path: Path, state: dict) -> None:
     with atomic_path(path) as tmp:
-        torch.save(state, tmp)
+        torch.save(with_checksum(state), tmp)
 
 
 def load_checkpoint(path: Path, identity: dict, epochs: int) -> tuple[dict | None, str | None]:
-    """(the checkpoint at ``path``, None) if this run may resume it, else (None, why not; None if none)."""
+    """(the checkpoint at ``path``, None or ``UNCHECKED`` where it has no checksum) if this run may resume it, else
+    (None, why not; None if there is none). A damaged checkpoint is a SylvieError naming it."""
     if not path.is_file():
         return None, None
     try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:  # a truncated or foreign file: start afresh rather than crash
-        return None, f"it cannot be read ({type(e).__name__}: {e})"
-    saved = state.get("identity") if isinstance(state, dict) else None
+        state = load_torch(path)
+    except OSError as e:  # the system refused the read: say what it said
+        said, do = system_said(e)
+        raise SylvieError(f"{path}: cannot read the checkpoint: {said}; {do}") from None
+    except Exception as e:  # a truncated or damaged file (or another file under its name)
+        raise SylvieError(f"{path}: not a checkpoint that can be read ({one_line(e)}): the file is damaged; "
+                          f"{START_OVER}") from None
+    if not isinstance(state, dict):
+        raise SylvieError(f"{path}: not a checkpoint written by `sylvie train` (a {type(state).__name__}, not a "
+                          f"dict); {START_OVER}")
+    unchecked = UNCHECKED if FIELD not in state else None
+    state = checked(state, path, "sylvie train", START_OVER)
+    saved = state.get("identity")
     if saved is None:
         return None, "it was written by an older version of sylvie"
     why = _difference(saved, identity)
@@ -82,4 +105,4 @@ def load_checkpoint(path: Path, identity: dict, epochs: int) -> tuple[dict | Non
     if state["epoch"] + 1 >= epochs:
         return None, (f"it is after epoch {state['epoch'] + 1}, not before the configured end "
                       f"(train.epochs={epochs})")
-    return state, None
+    return state, unchecked

@@ -58,7 +58,7 @@ def run_epochs(trainer: Trainer, rank: int, out_dir: Path, train, identity: dict
     through ``log``, hands each epoch's record to ``on_record`` (if given) and saves the checkpoints."""
     epochs = train.epochs
     ckpt_path = out_dir / "checkpoints" / "last.pt"
-    state, why_not = load_checkpoint(ckpt_path, identity, epochs)
+    state, why_not = load_checkpoint(ckpt_path, identity, epochs)  # a damaged one: a SylvieError
     records: list[EpochRecord] = []
     best, start = None, 0
     if state is not None:
@@ -67,6 +67,8 @@ def run_epochs(trainer: Trainer, rank: int, out_dir: Path, train, identity: dict
         best, start = _best_from(state["best"]), state["epoch"] + 1
         if rank == 0:
             log(f"resuming from {ckpt_path} after epoch {start}")
+            if why_not:  # resumed, but not checked for damage: a checkpoint from before checksums
+                logging.getLogger(__name__).warning(f"{ckpt_path}: {why_not}")
     elif why_not and rank == 0:
         log(f"starting afresh, not from {ckpt_path}: {why_not}")
     show_bar = rank == 0 and train.progress and sys.stderr.isatty()
