@@ -40,8 +40,10 @@ def cgroup_limits(proc_cgroup: str | Path = "/proc/self/cgroup", root: str | Pat
     """(limit, bytes in use) of every memory cgroup this process is in that has a limit: its own and each above it
     (a Slurm job's limit sits on the job's cgroup, the process in a step's below it), read from
     ``/proc/self/cgroup``: cgroup v2 (``0::/path``: ``memory.max``, ``memory.current``) or v1 (the ``memory``
-    controller's line: ``memory.limit_in_bytes``, ``memory.usage_in_bytes``). A path the process cannot see (a
-    container whose cgroup namespace is its own) is read from the mount's top."""
+    controller's line, alone or joined with others, ``memory,cpuacct``: ``memory.limit_in_bytes``,
+    ``memory.usage_in_bytes``). A path the process cannot see (a container whose cgroup namespace is its own; one
+    above the namespace, ``/../x``) is read from the mount's top. A limit whose usage cannot be read counts as
+    unused."""
     try:
         lines = Path(proc_cgroup).read_text().splitlines()
     except OSError:
@@ -50,17 +52,30 @@ def cgroup_limits(proc_cgroup: str | Path = "/proc/self/cgroup", root: str | Pat
     for line in lines:  # v1: "4:memory:/slurm/uid_0/job_7", or the memory controller joined with others
         _, controllers, path = (line.split(":", 2) + ["", ""])[:3]
         if "memory" in controllers.split(","):
-            return _limits(root / "memory", path, "memory.limit_in_bytes", "memory.usage_in_bytes")
+            return _limits(_v1_mount(root, controllers), path, "memory.limit_in_bytes", "memory.usage_in_bytes")
     for line in lines:  # v2: "0::/system.slice/slurmstepd.scope/job_7/step_0/user/task_0"
         if line.startswith("0::"):
             return _limits(root, line[3:], "memory.max", "memory.current")
     return []
 
 
+def _v1_mount(root: Path, controllers: str) -> Path:
+    """Where cgroup v1 mounts the memory controller: ``memory`` (on its own, or a link to the joined mount), else
+    the mount of the controllers it is joined with, named as ``/proc/self/cgroup`` lists them or in another
+    order."""
+    joined = set(controllers.split(","))
+    candidates = [root / "memory", root / controllers]
+    try:
+        candidates += sorted(p for p in root.iterdir() if set(p.name.split(",")) == joined)
+    except OSError:
+        pass
+    return next((c for c in candidates if c.is_dir()), root / "memory")
+
+
 def _limits(mount: Path, path: str, limit_file: str, usage_file: str) -> list[tuple[int, int]]:
     """The limited cgroups from ``path`` (under ``mount``) up to the top."""
     parts = [p for p in path.strip().split("/") if p]
-    if parts and not (mount.joinpath(*parts)).is_dir():
+    if parts and (".." in parts or not (mount.joinpath(*parts)).is_dir()):
         parts = []  # not visible from here (a cgroup namespace): the mount's top is this process's cgroup
     out = []
     for depth in range(len(parts), -1, -1):
@@ -69,9 +84,13 @@ def _limits(mount: Path, path: str, limit_file: str, usage_file: str) -> list[tu
             text = (folder / limit_file).read_text().strip()
             if text == "max" or int(text) >= UNLIMITED_V1:
                 continue
-            out.append((int(text), int((folder / usage_file).read_text())))
         except (OSError, ValueError):
             continue
+        try:
+            used = int((folder / usage_file).read_text())
+        except (OSError, ValueError):
+            used = 0  # the limit holds whatever the use: counted as unused, what is refused still cannot fit
+        out.append((int(text), used))
     return out
 
 

@@ -130,3 +130,69 @@ def test_the_budget_reads_this_processs_cgroups_v2_and_v1(tmp_path):
     _cgroup_tree(tmp_path / "v2b", {"memory.max": "6000000000\n", "memory.current": "0\n"})
     assert cgroup_limits(tmp_path / "self-hidden", tmp_path / "v2b") == [(6_000_000_000, 0)]
     assert cgroup_limits(tmp_path / "absent", v2) == []
+
+
+@pytest.mark.parametrize("member", ["v1-memory-joined-with-cpuacct", "v1-joined-mount-named-otherwise",
+                                    "v2-namespace-says-root", "v2-path-above-the-namespace", "v2-step-below-the-job",
+                                    "v1-unlimited-everywhere", "v2-max-everywhere", "limit-is-a-folder",
+                                    "limit-not-a-number", "usage-unreadable", "hybrid-memory-on-v1",
+                                    "no-proc-cgroup", "no-memory-controller"])
+def test_the_budget_finds_the_limit_whatever_the_cgroup_layout(tmp_path, member):
+    """Issue 57, class 5: the cgroup limits of this process, in the layouts a machine, a container or a Slurm job
+    gives (fake ``/proc/self/cgroup`` and ``/sys/fs/cgroup`` trees): the limit is found where there is one, no limit
+    where there is none, and what cannot be read is passed over (a limit without its usage counts as unused)."""
+    from sylvie.memory_budget import cgroup_limits
+
+    root, proc = tmp_path / "cgroup", tmp_path / "self-cgroup"
+    job = "slurm/uid_0/job_7"
+    v1 = {f"{job}/memory.limit_in_bytes": "4000000000\n", f"{job}/memory.usage_in_bytes": "1000000000\n",
+          f"{job}/step_0/memory.limit_in_bytes": "9223372036854771712\n", f"{job}/step_0/memory.usage_in_bytes": "7\n"}
+    expected = [(4_000_000_000, 1_000_000_000)]
+    if member == "v1-memory-joined-with-cpuacct":
+        _cgroup_tree(root / "memory,cpuacct", v1)
+        proc.write_text(f"3:memory,cpuacct:/{job}/step_0\n0::/\n")
+    elif member == "v1-joined-mount-named-otherwise":  # the mount's name lists them in another order
+        _cgroup_tree(root / "cpuacct,memory", v1)
+        proc.write_text(f"3:memory,cpuacct:/{job}/step_0\n")
+    elif member == "v2-namespace-says-root":  # a container: its cgroup is the mount's top
+        _cgroup_tree(root, {"memory.max": "2000000000\n", "memory.current": "500\n"})
+        proc.write_text("0::/\n")
+        expected = [(2_000_000_000, 500)]
+    elif member == "v2-path-above-the-namespace":  # a cgroup outside the namespace reads as ../..
+        _cgroup_tree(root, {"memory.max": "2000000000\n", "memory.current": "500\n",
+                            "job_7/memory.max": "1000\n", "job_7/memory.current": "0\n"})
+        proc.write_text("0::/../job_7\n")
+        expected = [(2_000_000_000, 500)]
+    elif member == "v2-step-below-the-job":
+        _cgroup_tree(root, {f"{job}/memory.max": "4000000000\n", f"{job}/memory.current": "1000000000\n",
+                            f"{job}/step_0/user/task_0/memory.max": "max\n", "memory.max": "max\n"})
+        proc.write_text(f"0::/{job}/step_0/user/task_0\n")
+    elif member in ("v1-unlimited-everywhere", "v2-max-everywhere"):
+        v2 = member.startswith("v2")
+        name, text = ("memory.max", "max\n") if v2 else ("memory.limit_in_bytes", "9223372036854771712\n")
+        _cgroup_tree(root if v2 else root / "memory", {f"{job}/{name}": text, name: text})
+        proc.write_text(f"0::/{job}\n" if v2 else f"4:memory:/{job}\n")
+        expected = []
+    elif member == "limit-is-a-folder":
+        _cgroup_tree(root, {f"{job}/memory.max/x": "", "memory.max": "3000\n", "memory.current": "1\n"})
+        proc.write_text(f"0::/{job}\n")
+        expected = [(3000, 1)]
+    elif member == "limit-not-a-number":
+        _cgroup_tree(root, {f"{job}/memory.max": "lots\n", "memory.max": "3000\n", "memory.current": "1\n"})
+        proc.write_text(f"0::/{job}\n")
+        expected = [(3000, 1)]
+    elif member == "usage-unreadable":
+        _cgroup_tree(root, {f"{job}/memory.max": "3000\n"})
+        proc.write_text(f"0::/{job}\n")
+        expected = [(3000, 0)]
+    elif member == "hybrid-memory-on-v1":  # systemd's hybrid layout: the controllers on v1, an empty v2 beside
+        _cgroup_tree(root / "memory", v1)
+        _cgroup_tree(root / "unified", {f"{job}/cgroup.procs": "1\n"})
+        proc.write_text(f"12:pids:/{job}\n4:memory:/{job}/step_0\n1:name=systemd:/{job}\n0::/{job}\n")
+    elif member == "no-proc-cgroup":
+        _cgroup_tree(root, {"memory.max": "3000\n", "memory.current": "1\n"})
+        expected = []
+    elif member == "no-memory-controller":  # v1 without its memory controller mounted
+        proc.write_text(f"12:pids:/{job}\n")
+        expected = []
+    assert cgroup_limits(proc, root) == expected
