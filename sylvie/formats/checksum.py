@@ -69,7 +69,7 @@ def load_torch(path):
         return torch.load(path, map_location="cpu", weights_only=True)
     except OSError as e:
         if e.errno == errno.EINVAL:
-            raise ValueError(f"not a file torch reads ({e.strerror or e})") from None
+            raise ValueError(f"torch's reader: {e.strerror or e}") from None
         raise
 
 
