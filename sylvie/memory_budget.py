@@ -52,10 +52,11 @@ def cgroup_limits(proc_cgroup: str | Path = "/proc/self/cgroup", root: str | Pat
     for line in lines:  # v1: "4:memory:/slurm/uid_0/job_7", or the memory controller joined with others
         _, controllers, path = (line.split(":", 2) + ["", ""])[:3]
         if "memory" in controllers.split(","):
-            return _limits(_v1_mount(root, controllers), path, "memory.limit_in_bytes", "memory.usage_in_bytes")
+            return _limits(_v1_mount(root, controllers), path, "memory.limit_in_bytes", "memory.usage_in_bytes",
+                           "total_inactive_file")
     for line in lines:  # v2: "0::/system.slice/slurmstepd.scope/job_7/step_0/user/task_0"
         if line.startswith("0::"):
-            return _limits(root, line[3:], "memory.max", "memory.current")
+            return _limits(root, line[3:], "memory.max", "memory.current", "inactive_file")
     return []
 
 
@@ -72,8 +73,10 @@ def _v1_mount(root: Path, controllers: str) -> Path:
     return next((c for c in candidates if c.is_dir()), root / "memory")
 
 
-def _limits(mount: Path, path: str, limit_file: str, usage_file: str) -> list[tuple[int, int]]:
-    """The limited cgroups from ``path`` (under ``mount``) up to the top."""
+def _limits(mount: Path, path: str, limit_file: str, usage_file: str, inactive_key: str) -> list[tuple[int, int]]:
+    """The limited cgroups from ``path`` (under ``mount``) up to the top, each with its working set: its usage less
+    the file cache the kernel reclaims first (``memory.stat``'s ``inactive_key``), as docker and the kubelet count
+    it; a cgroup's usage holds its page cache, which after a stage that read a large file can be most of it."""
     parts = [p for p in path.strip().split("/") if p]
     if parts and (".." in parts or not (mount.joinpath(*parts)).is_dir()):
         parts = []  # not visible from here (a cgroup namespace): the mount's top is this process's cgroup
@@ -90,8 +93,20 @@ def _limits(mount: Path, path: str, limit_file: str, usage_file: str) -> list[tu
             used = int((folder / usage_file).read_text())
         except (OSError, ValueError):
             used = 0  # the limit holds whatever the use: counted as unused, what is refused still cannot fit
-        out.append((int(text), used))
+        out.append((int(text), max(0, used - _stat(folder, inactive_key))))
     return out
+
+
+def _stat(folder: Path, key: str) -> int:
+    """``key`` of the cgroup's ``memory.stat`` (0 where it cannot be read)."""
+    try:
+        for line in (folder / "memory.stat").read_text().splitlines():
+            name, _, value = line.partition(" ")
+            if name == key:
+                return int(value)
+    except (OSError, ValueError):
+        pass
+    return 0
 
 
 def gigabytes(n: float) -> str:

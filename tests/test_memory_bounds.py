@@ -136,11 +136,13 @@ def test_the_budget_reads_this_processs_cgroups_v2_and_v1(tmp_path):
                                     "v2-namespace-says-root", "v2-path-above-the-namespace", "v2-step-below-the-job",
                                     "v1-unlimited-everywhere", "v2-max-everywhere", "limit-is-a-folder",
                                     "limit-not-a-number", "usage-unreadable", "hybrid-memory-on-v1",
-                                    "no-proc-cgroup", "no-memory-controller"])
+                                    "no-proc-cgroup", "no-memory-controller", "v2-page-cache-reclaimable",
+                                    "v1-page-cache-reclaimable", "stat-unreadable"])
 def test_the_budget_finds_the_limit_whatever_the_cgroup_layout(tmp_path, member):
     """Issue 57, class 5: the cgroup limits of this process, in the layouts a machine, a container or a Slurm job
     gives (fake ``/proc/self/cgroup`` and ``/sys/fs/cgroup`` trees): the limit is found where there is one, no limit
-    where there is none, and what cannot be read is passed over (a limit without its usage counts as unused)."""
+    where there is none, its use counted less the file cache the kernel reclaims (``inactive_file``), and what
+    cannot be read is passed over (a limit without its usage counts as unused)."""
     from sylvie.memory_budget import cgroup_limits
 
     root, proc = tmp_path / "cgroup", tmp_path / "self-cgroup"
@@ -195,4 +197,20 @@ def test_the_budget_finds_the_limit_whatever_the_cgroup_layout(tmp_path, member)
     elif member == "no-memory-controller":  # v1 without its memory controller mounted
         proc.write_text(f"12:pids:/{job}\n")
         expected = []
+    elif member == "v2-page-cache-reclaimable":  # 15 of 16 GB in use, 12 of them file cache the kernel reclaims
+        _cgroup_tree(root, {f"{job}/memory.max": "16000000000\n", f"{job}/memory.current": "15000000000\n",
+                            f"{job}/memory.stat": "anon 3000000000\nfile 12000000000\nactive_file 1000000000\n"
+                                                  "inactive_file 11000000000\n"})
+        proc.write_text(f"0::/{job}\n")
+        expected = [(16_000_000_000, 4_000_000_000)]
+    elif member == "v1-page-cache-reclaimable":  # v1's hierarchical count (total_), not the cgroup's own
+        _cgroup_tree(root / "memory", {**v1, f"{job}/memory.stat": "cache 900000000\ninactive_file 1\n"
+                                                                   "total_inactive_file 600000000\n"})
+        proc.write_text(f"4:memory:/{job}/step_0\n")
+        expected = [(4_000_000_000, 400_000_000)]
+    elif member == "stat-unreadable":  # no memory.stat (or a folder there): the usage as it is
+        _cgroup_tree(root, {f"{job}/memory.max": "3000\n", f"{job}/memory.current": "2000\n",
+                            f"{job}/memory.stat/x": ""})
+        proc.write_text(f"0::/{job}\n")
+        expected = [(3000, 2000)]
     assert cgroup_limits(proc, root) == expected
