@@ -310,7 +310,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "report with plots.")
     r.add_argument("runs", nargs="+", help="run directories, e.g. results/gcn-p4/seed0")
     r.add_argument("--out", required=True, help="report directory (report.html and PNG plots)")
-    add_section_arguments(r, "report", properties=top_level_properties("report"))
+    add_section_arguments(r, "report", knobs=top_level_properties("report"))
     r.set_defaults(func=_report)
 
     la = sub.add_parser("launch", help="start the ranks of a run: torchrun here, or srun + torchrun per Slurm node",
@@ -319,7 +319,7 @@ def build_parser() -> argparse.ArgumentParser:
                                     "(SLURM_JOB_ID set): srun with one task per node, each a torchrun of "
                                     "RANKS/NODES processes, c10d rendezvous on the first node of the allocation.")
     la.add_argument("--ranks", type=int, required=True, help="processes in all (one per partition)")
-    add_section_arguments(la, "launch", properties=top_level_properties("launch"))
+    add_section_arguments(la, "launch", knobs=top_level_properties("launch"))
     la.add_argument("--nodes", type=int, default=None, help="exactly this many nodes (instead of --ranks-per-node)")
     la.add_argument("--threads", type=int, default=None, help="CPUs this machine gives the whole run when not under "
                                                               "Slurm; each rank gets THREADS/RANKS OMP threads")

@@ -38,9 +38,6 @@ def properties(name: str) -> dict:
     return schema()["$defs"][name]["properties"]
 
 
-_knobs = properties  # (for add_section_arguments, whose argument has that name)
-
-
 
 def _non_finite(instance, path=()):
     """The path and value of the first NaN or infinity in ``instance`` (YAML's .nan, .inf; ``--lr nan``), if any:
@@ -366,11 +363,11 @@ def given_flags(args: argparse.Namespace, section: str) -> dict[str, str]:
 
 
 def add_section_arguments(parser: argparse.ArgumentParser, section: str, skip: tuple[str, ...] = (),
-                          properties: dict | None = None) -> None:
-    """One ``--flag`` per knob of ``section`` (or of ``properties``), with the schema's default, type, choices and
+                          knobs: dict | None = None) -> None:
+    """One ``--flag`` per knob of ``section`` (or of ``knobs``), with the schema's default, type, choices and
     description; the flags the user gives are noted (``given_flags``)."""
     group = parser.add_argument_group(f"{section} settings")
-    for key, spec in (properties or _knobs(section)).items():
+    for key, spec in (knobs or properties(section)).items():
         if key in skip:
             continue
         flag = "--" + key.replace("_", "-")

@@ -35,7 +35,8 @@ def load_config(path: str | Path) -> dict:
         line = data[:e.start].count(b"\n") + 1
         raise SylvieError(f"{p}, line {line}: not UTF-8 text; save the config as UTF-8") from None
     try:
-        config = json.loads(text)  # Snakemake tries JSON first: a JSON file means what it says
+        config = json.loads(text, object_pairs_hook=lambda pairs: _json_object(pairs, p))  # Snakemake tries JSON
+        # first: a JSON file means what it says
     except ValueError:
         config = yaml_as_written(text, p)
     if config is None:
@@ -46,6 +47,17 @@ def load_config(path: str | Path) -> dict:
         raise SylvieError(f"{p}: its top level is {kind}, not a mapping of settings (datasets:, defaults:, runs:, "
                           f"...); start from the repository's config/config.yaml")
     return config
+
+
+def _json_object(pairs: list, path: Path) -> dict:
+    """A JSON object of a config file, refused where it gives a key twice (JSON keeps the last without a word)."""
+    seen = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise SylvieError(f"{path}: the key \"{key}\" is given twice in one object, and the last would win; keep "
+                              f"one")
+        seen.add(key)
+    return dict(pairs)
 
 
 def main(argv: list[str] | None = None) -> int:

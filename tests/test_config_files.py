@@ -86,6 +86,10 @@ def test_what_yaml_reads_as_written_is_taken(tmp_path):
     assert (run_.model.self_loop, run_.train.lr, run_.train.timeout) == (False, 0.001, 90)
     path.write_text(json.dumps({"runs": {"a": {"train": {"lr": 1e-3}}}}).replace("0.001", "1e-3"))
     assert resolve_runs(load_config(path))["a"].train.lr == 0.001
+    path.write_text('{"runs": {"a": {"train": {"lr": 0.1, "epochs": 3, "lr": 0.2}}}}')  # JSON keeps the last
+    with pytest.raises(SylvieError, match=r'config.yaml: the key "lr" is given twice in one object, and the last '
+                                          r'would win; keep one'):
+        load_config(path)
 
 
 @pytest.mark.unit

@@ -45,7 +45,7 @@ def test_a_file_that_is_not_one_plain_graph_is_refused_by_name(tmp_path):
              r"one node type and one relation: save dgl.to_homogeneous")
     one_type = dgl.heterograph({("n", "cites", "n"): ([0, 1], [1, 2]), ("n", "likes", "n"): ([2], [0])})
     _refused(tmp_path, _save(tmp_path, one_type, "relations.bin"), r"relations.bin: its first graph is typed "
-             r"\(1 node types: n; 2 relations\)")
+             r"\(1 node type: n; 2 relations\)")
     (tmp_path / "folder.bin").mkdir()
     _refused(tmp_path, {"source": "dgl", "graph_file": str(tmp_path / "folder.bin")},
              r"folder.bin: graph_file is a folder; name the file dgl.save_graphs wrote in it")

@@ -36,11 +36,15 @@ def _load_graphs(path: Path):
         raise SylvieError(f"{path}: the file holds no graph")
     g = graphs[0]
     if len(g.ntypes) > 1 or len(g.canonical_etypes) > 1:
-        raise SylvieError(f"{path}: its first graph is typed ({len(g.ntypes)} node types: {', '.join(g.ntypes)}; "
-                          f"{len(g.canonical_etypes)} relations); source dgl reads a graph of one node type and one "
-                          f"relation: save dgl.to_homogeneous(g) (its types then are lost), or write each type and "
+        raise SylvieError(f"{path}: its first graph is typed ({_count(len(g.ntypes), 'node type')}: "
+                          f"{', '.join(g.ntypes)}; {_count(len(g.canonical_etypes), 'relation')}); source dgl reads "
+                          f"a graph of one node type and one relation: save dgl.to_homogeneous(g) (its types then are lost), or write each type and "
                           f"relation as a table for source: files (node_tables, relations: docs/datasets.md)")
     return g
+
+
+def _count(n: int, thing: str) -> str:
+    return f"{n} {thing}{'' if n == 1 else 's'}"
 
 
 def count_nodes(options) -> int:

@@ -95,7 +95,7 @@ def checked(content: dict, where, writer: str, fix: str, what: str | None = None
         if what is not None and what not in _SAID_UNCHECKED:
             _SAID_UNCHECKED.add(what)
             log.warning(f"{where}: written before {what} carried a checksum, so it is read without that check "
-                        f"(said once for every such file)")
+                        f"(said once for all such files)")
         return content
     body = {k: v for k, v in content.items() if k != FIELD}
     if content[FIELD] != content_sha256(body):
