@@ -37,9 +37,10 @@ def _load_graphs(path: Path):
     g = graphs[0]
     if len(g.ntypes) > 1 or len(g.canonical_etypes) > 1:
         raise SylvieError(f"{path}: its first graph is typed ({_count(len(g.ntypes), 'node type')}: "
-                          f"{', '.join(g.ntypes)}; {_count(len(g.canonical_etypes), 'relation')}); source dgl reads "
-                          f"a graph of one node type and one relation: save dgl.to_homogeneous(g) (its types then are lost), or write each type and "
-                          f"relation as a table for source: files (node_tables, relations: docs/datasets.md)")
+                          f"{', '.join(g.ntypes)}; {_count(len(g.canonical_etypes), 'relation')}); source dgl "
+                          f"reads a graph of one node type and one relation: save dgl.to_homogeneous(g) (its types "
+                          f"then are lost), or write each type and relation as a table for source: files "
+                          f"(node_tables, relations: docs/datasets.md)")
     return g
 
 
