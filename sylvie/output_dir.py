@@ -100,8 +100,10 @@ def identify(directory: str | os.PathLike) -> str | None:
     return None
 
 
-def _resolved(path: str | os.PathLike) -> Path:
-    return Path(os.path.abspath(os.path.expanduser(os.fspath(path)))).resolve()
+def resolved_path(path: str | os.PathLike) -> Path:
+    """``path`` absolute (``~`` expanded), its links followed as far as they lead; never an error: a link that
+    leads back to itself or to nothing is left as it is, for the reader of that path to name in its own line."""
+    return Path(os.path.realpath(os.path.expanduser(os.fspath(path))))
 
 
 def _contains(parent: Path, child: Path) -> bool:
@@ -113,14 +115,14 @@ def _refusals(target: Path, inputs: tuple) -> list[str]:
     reasons = []
     if target.parent == target:
         reasons.append("the root of the file system")
-    home = _resolved(Path.home())
+    home = resolved_path(Path.home())
     if _contains(target, home):
         reasons.append("the home directory" if target == home else f"a parent of the home directory {home}")
-    cwd = _resolved(os.getcwd())
+    cwd = resolved_path(os.getcwd())
     if _contains(target, cwd):
         reasons.append("the current directory" if target == cwd else f"a parent of the current directory {cwd}")
     for given in inputs:
-        src = _resolved(given)
+        src = resolved_path(given)
         if target == src:
             reasons.append(f"this stage's input {given}")
         elif _contains(target, src):
@@ -133,22 +135,23 @@ def _refusals(target: Path, inputs: tuple) -> list[str]:
 def _suggestion(out, target: Path, inputs: tuple) -> Path | str:
     """A path that does not exist yet and that check_location accepts, for the refused ``out``: the same name next
     to the outermost input holding it (or being it), else a directory inside ``out``."""
-    holders = sorted((i for i in inputs if _contains(_resolved(i), target)), key=lambda i: len(_resolved(i).parts))
+    holders = sorted((i for i in inputs if _contains(resolved_path(i), target)),
+                     key=lambda i: len(resolved_path(i).parts))
     if holders:  # written as the user wrote the input, where that names it
         given = Path(os.path.normpath(holders[0]))
-        base = (given if given.name not in ("", ".", "..") else _resolved(given)).parent / target.name
+        base = (given if given.name not in ("", ".", "..") else resolved_path(given)).parent / target.name
     else:
         base = Path(out) / "new-output"
     for n in range(1, 100):
         candidate = base if n == 1 else base.with_name(f"{base.stem}-{n}{base.suffix}")
-        if not candidate.exists() and not _refusals(_resolved(candidate), inputs):
+        if not candidate.exists() and not _refusals(resolved_path(candidate), inputs):
             return candidate
     return "DIR"  # nothing plain is free
 
 
 def check_location(out: str | os.PathLike, inputs: tuple = (), stage: str = "sylvie", flag: str = "--out") -> Path:
     """``out`` resolved, or a SylvieError if writing there could overwrite something that is not an output."""
-    target = _resolved(out)
+    target = resolved_path(out)
     reasons = _refusals(target, inputs)
     if reasons:
         raise SylvieError(f"{stage}: refusing {flag} {out}: it is {reasons[0]}; give a directory of its own, "

@@ -21,6 +21,11 @@ def _refused(config: dict, said: str) -> None:
     assert str(e.value) == said, str(e.value)
 
 
+def _missing(key: str, path) -> str:
+    return (f"config: datasets.mine: {key}: {path}: no such file or folder; check the path (relative paths are from "
+            f"the directory the command runs in)")
+
+
 def test_a_run_dataset_whose_inputs_are_gone_is_refused_at_plan_time(tmp_path):
     (tmp_path / "edges.csv").write_text(EDGES)
     (tmp_path / "nodes.csv").write_text(NODES)
@@ -34,16 +39,12 @@ def test_a_run_dataset_whose_inputs_are_gone_is_refused_at_plan_time(tmp_path):
 
     gone = tmp_path / "moved" / "edges.csv"  # the issue's: edges pointed at a path that is not there
     _refused({**config, "datasets": {"mine": {**mine, "edges": str(gone)}}},
-             f"config: datasets.mine: edges: {gone} does not exist; restore it, or point edges at where it is now "
-             f"(relative paths are from the directory the pipeline runs in)")
+             _missing("edges", gone))
     (tmp_path / "nodes.csv").rename(tmp_path / "nodes.old")  # the file itself removed, the config unchanged
-    _refused(config, f"config: datasets.mine: node_table: {tmp_path / 'nodes.csv'} does not exist; restore it, or "
-                     f"point node_table at where it is now (relative paths are from the directory the pipeline runs "
-                     f"in)")
+    _refused(config, _missing("node_table", tmp_path / "nodes.csv"))
     (tmp_path / "nodes.old").rename(tmp_path / "nodes.csv")
     _refused({**config, "datasets": {"mine": {**mine, "features_file": str(tmp_path / "x.npy")}}},
-             f"config: datasets.mine: features_file: {tmp_path / 'x.npy'} does not exist; restore it, or point "
-             f"features_file at where it is now (relative paths are from the directory the pipeline runs in)")
+             _missing("features_file", tmp_path / "x.npy"))
     emptied = tmp_path / "parts"  # a folder of parts whose files went (a hidden file is not one to read)
     emptied.mkdir()
     (emptied / ".keep").write_text("")
@@ -52,23 +53,27 @@ def test_a_run_dataset_whose_inputs_are_gone_is_refused_at_plan_time(tmp_path):
              f"edges at where they are now")
     (tmp_path / "link.csv").symlink_to(tmp_path / "moved.csv")  # a link whose file went
     _refused({**config, "datasets": {"mine": {**mine, "edges": str(tmp_path / "link.csv")}}},
-             f"config: datasets.mine: edges: {tmp_path / 'link.csv'} is a link to {tmp_path / 'moved.csv'}, which "
-             f"does not exist; restore it, or point edges at where it is now (relative paths are from the directory "
-             f"the pipeline runs in)")
+             f"config: datasets.mine: edges: {tmp_path / 'link.csv'}: a symbolic link to {tmp_path / 'moved.csv'}, "
+             f"which does not exist; restore its target, or remove the link")
+    (tmp_path / "loop.csv").symlink_to("loop.csv")  # a link to itself: said so, not as a link to nothing
+    _refused({**config, "datasets": {"mine": {**mine, "node_table": str(tmp_path / "loop.csv")}}},
+             f"config: datasets.mine: node_table: {tmp_path / 'loop.csv'}: a symbolic link that leads back to itself "
+             f"(a loop); replace it with the file it should name, or remove it")
+    (emptied / "part-0.csv").symlink_to(tmp_path / "moved.csv")  # a folder's entry: the entry named after the key
+    _refused({**config, "datasets": {"mine": {**mine, "edges": str(emptied)}}},
+             f"config: datasets.mine: edges: {emptied / 'part-0.csv'}: a symbolic link to {tmp_path / 'moved.csv'}, "
+             f"which does not exist; restore its target, or remove the link")
     assert {p.name: p.stat().st_mtime_ns for p in built.iterdir()} == before  # the built dataset left alone
 
     typed = {"source": "files", "node_tables": {"a": str(tmp_path / "nodes.csv"), "b": str(tmp_path / "b.csv")},
              "relations": [{"src": "a", "name": "r", "dst": "b", "edges": str(tmp_path / "r.csv")}], "target": "a"}
     _refused({**config, "datasets": {"mine": typed}},
-             f"config: datasets.mine: node_tables.b: {tmp_path / 'b.csv'} does not exist; restore it, or point "
-             f"node_tables.b at where it is now (relative paths are from the directory the pipeline runs in)")
+             _missing("node_tables.b", tmp_path / "b.csv"))
     (tmp_path / "b.csv").write_text(NODES)
     _refused({**config, "datasets": {"mine": typed}},
-             f"config: datasets.mine: relations[0].edges: {tmp_path / 'r.csv'} does not exist; restore it, or point "
-             f"relations[0].edges at where it is now (relative paths are from the directory the pipeline runs in)")
+             _missing("relations[0].edges", tmp_path / "r.csv"))
     _refused({**config, "datasets": {"mine": {"source": "dgl", "graph_file": "g.bin"}}},
-             "config: datasets.mine: graph_file: g.bin does not exist; restore it, or point graph_file at where it "
-             "is now (relative paths are from the directory the pipeline runs in)")
+             _missing("graph_file", "g.bin"))
 
     # a dataset no run reads is not built: its files are not asked for
     check_datasets({**config, "datasets": {"mine": mine, "old": {**mine, "edges": str(gone)}}})

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from sylvie.data import files_source, generated, ogb, planetoid
 from sylvie.data.graph import Graph, load_meta, save_graph
-from sylvie.data.input_files import listed
+from sylvie.data.input_files import check_entry, listed
 from sylvie.errors import SylvieError
 from sylvie.output_dir import CANONICAL_GRAPH, check_replaceable
 
@@ -109,17 +109,19 @@ def check_datasets(config: dict, where: str = "config") -> None:
 
 
 def check_inputs(name: str, options) -> None:
-    """Every file or folder a dataset of the user's own is read from exists (a folder with a file to read), else a
+    """Every file or folder a dataset of the user's own is read from is there to read, by the check its reader makes
+    (``input_files.check_entry``, of a folder's every entry ``listed``), and a folder has a file to read; else a
     SylvieError naming the key and the path."""
     for key, path in given_inputs(name, options).items():
         p = Path(path)
-        if not p.exists():
-            what = f"is a link to {os.readlink(p)}, which " if p.is_symlink() else ""
-            raise SylvieError(f"{key}: {path} {what}does not exist; restore it, or point {key} at where it is now "
-                              f"(relative paths are from the directory the pipeline runs in)")
-        if p.is_dir() and not listed(p, key):
-            raise SylvieError(f"{key}: the folder {path} holds no file to read; put the files back, or point {key} at "
-                              f"where they are now")
+        try:
+            if not p.is_dir():
+                check_entry(p, "")  # missing, a link to nothing or to itself, not a regular file, unreadable
+            elif not listed(p):
+                raise SylvieError(f"the folder {path} holds no file to read; put the files back, or point {key} at "
+                                  f"where they are now")
+        except SylvieError as e:
+            raise SylvieError(f"{key}: {e}") from None
 
 
 def load(name: str, options) -> Graph:
@@ -159,10 +161,8 @@ def num_nodes_before_download(name: str, options, dataset_dir: str | Path | None
             with contextlib.suppress(SylvieError, KeyError, TypeError, ValueError):
                 return int(load_meta(dataset_dir)["num_nodes"])
         paths = given_files(name, options)
-        missing = [p for p in paths if not os.path.exists(p)]
-        if missing:
-            raise SylvieError(f"{missing[0]}: dataset '{name}': no such file or folder; check the path (relative "
-                              f"paths are from the directory the pipeline runs in)")
+        for p in paths:  # a folder's files were checked as it was listed
+            check_entry(Path(p), f"dataset '{name}'")
         key = (source, tuple((p, os.stat(p).st_mtime_ns) for p in paths))
         if key not in _COUNTED:  # once a process: Snakemake asks for every evaluate job
             _COUNTED[key] = files_source.count_nodes(options) if source == "files" else _dgl_count(options)
