@@ -192,3 +192,109 @@ def test_no_stage_writes_over_its_input_or_files_it_did_not_write(tmp_path, caps
     assert "refusing --out" in refused("bench", "cluster", "--partition", tmp_path / "p", "--out", tmp_path / "p",
                                        "--nodes", "2")
     assert not os.listdir(tmp_path / "p")
+
+
+@pytest.mark.unit
+def test_evaluate_writes_over_only_its_own_eval_json_and_predictions(tmp_path, capsys):
+    """An existing --out is replaced only where it is an eval.json `sylvie evaluate` wrote (one from before eval.json
+    carried a checksum, or a damaged one, too), an existing --predictions only where it is predictions it wrote (a 1-D
+    int64 .npy, a CSV or TSV headed node, prediction, a Parquet file with sylvie's mark); a user's file is refused
+    before any work, in one line naming it, and nothing is changed."""
+    import gzip
+    import json
+
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from sylvie.evaluate.result import check_outputs
+    from sylvie.formats.eval_result import EvalResult, write_eval_result
+    from sylvie.formats.predictions import write_predictions
+
+    mine = tmp_path / "t"
+    mine.mkdir()
+    (mine / "nodes.csv").write_text("id,f0,label\na,1,0\n")  # the issue's: a node table as --out
+    (mine / "edges_copy.csv").write_text("src,dst\na,b\n")  # and an edge list as --predictions
+    (mine / "notes.json").write_text('{"dataset": "mine", "test_acc": 0.9}')  # JSON, not an evaluation
+    (mine / "empty.json").write_text("")
+    np.save(mine / "labels.npy", np.zeros((3, 2), np.int64))
+    np.save(mine / "scores.npy", np.zeros(3))
+    pq.write_table(pa.table({"node": [0], "prediction": [1]}), mine / "other_model.parquet")  # not ours: no mark
+    with gzip.open(mine / "classes.tsv.gz", "wt") as f:
+        f.write("id\tclass\n")
+    (mine / "preds.csv").write_bytes(b"\x1f\x8b not gzip")
+    os.mkfifo(mine / "pipe.json")  # never opened: a reader would wait for a writer
+    kept = _files(tmp_path)
+    said = {"--out": "an eval.json written by sylvie evaluate",
+            "--predictions": "predictions written by sylvie evaluate --predictions"}
+    for flag, name, why in (
+            ("--out", "nodes.csv", "not JSON"), ("--out", "notes.json", "not of its fields"),
+            ("--out", "empty.json", "not JSON"), ("--out", "pipe.json", "not a regular file"),
+            ("--predictions", "edges_copy.csv", "a table whose header is 'src,dst'"),
+            ("--predictions", "labels.npy", "an array of int64, shape (3, 2)"),
+            ("--predictions", "scores.npy", "an array of float64, shape (3,)"),
+            ("--predictions", "other_model.parquet", "a Parquet table with columns node, prediction, without "
+                                                     "sylvie's mark"),
+            ("--predictions", "classes.tsv.gz", "a table whose header is 'id\\tclass'"),
+            ("--predictions", "preds.csv", "not text")):
+        outs = ["--out", str(mine / name)] if flag == "--out" else \
+            ["--out", str(tmp_path / "eval.json"), "--predictions", str(mine / name)]
+        line = refused_line(["evaluate", "--dataset", str(tmp_path / "ds"), "--model", str(tmp_path / "model.pt"),
+                             *outs], capsys)
+        assert line.endswith(f"sylvie evaluate: error: refusing {flag} {mine / name}: it exists and is not "
+                             f"{said[flag]} ({why}); nothing was changed; give another {flag} or move it away "
+                             f"yourself"), line
+    assert _files(tmp_path) == kept
+
+    # what evaluate wrote is replaced: eval.json (damaged or from before checksums too) and each kind of predictions
+    ours = tmp_path / "run"
+    ours.mkdir()
+    result = EvalResult(dataset="mine", evaluator="accuracy", inference="whole graph, one process",
+                        accuracies={"train": 1.0, "val": 0.5, "test": 0.5}, model={"arch": "gcn"},
+                        train={"seed": 0}, summary={"num_parts": 1})
+    write_eval_result(ours / "eval.json", result)
+    content = json.loads((ours / "eval.json").read_text())
+    (ours / "edited.json").write_text(json.dumps({**content, "test_acc": 0.99}))
+    (ours / "older.json").write_text(json.dumps({k: v for k, v in content.items()
+                                                 if k not in ("checksum", "format_version")}))
+    for name in ("p.npy", "p.parquet", "p.csv", "p.tsv.gz"):
+        write_predictions(ours / name, np.array([1, 0], np.int64), pa.array(["a", "b"]), ["x", "y"])
+    for out in ("eval.json", "edited.json", "older.json"):
+        for name in ("p.npy", "p.parquet", "p.csv", "p.tsv.gz"):
+            check_outputs(ours / out, ours / name, {"--model": tmp_path / "model.pt", "--dataset": tmp_path / "ds"})
+
+
+@pytest.mark.unit
+def test_a_link_to_itself_or_to_nothing_given_as_an_input_is_said_as_that_input(tmp_path, capsys, monkeypatch):
+    """Where a stage checks its output's location against its inputs, an input that is a link leading back to itself
+    or to nothing is no traceback (``resolved_path`` never raises): the input's own line names it."""
+    from sylvie.output_dir import CANONICAL_GRAPH, check_replaceable, resolved_path
+
+    monkeypatch.chdir(tmp_path)
+    os.mkdir("loop")
+    os.symlink("a.csv", "loop/a.csv")  # the issue's: a link to itself
+    os.symlink("b.csv", "loop/c.csv")  # two links leading to each other
+    os.symlink("c.csv", "loop/b.csv")
+    os.symlink("gone.csv", "loop/d.csv")  # a link to nothing
+    Path("nodes.csv").write_text("id,f0,label,split\na,1,0,train\nb,0,1,val\nc,1,1,test\n")
+    Path("edges.csv").write_text("src,dst\na,b\nb,c\n")
+    for link in ("loop/a.csv", "loop/b.csv", "loop/d.csv"):
+        assert resolved_path(link).parent == tmp_path / "loop"
+        assert check_replaceable("out", CANONICAL_GRAPH, (link, "nodes.csv")) == tmp_path / "out"
+    loop = "a symbolic link that leads back to itself (a loop); replace it with the file it should name, or remove it"
+    to_nothing = "a symbolic link to gone.csv, which does not exist; restore its target, or remove the link"
+    files = ["download", "x", "--source", "files", "--node-key", "id", "--split-column", "split", "--feature-columns",
+             "f0", "--out", "ds"]
+    for argv, said in (
+            ([*files, "--edges", "loop/a.csv", "--node-table", "nodes.csv"], f"loop/a.csv: edges: {loop}"),
+            ([*files, "--edges", "edges.csv", "--node-table", "loop/b.csv"], f"loop/b.csv: node_table: {loop}"),
+            ([*files, "--edges", "loop/d.csv", "--node-table", "nodes.csv"], f"loop/d.csv: edges: {to_nothing}"),
+            (["evaluate", "--dataset", "ds", "--model", "loop/a.csv", "--out", "e.json"],
+             f"loop/a.csv: --model: {loop}"),
+            (["evaluate", "--dataset", "loop/d.csv", "--model", "m.pt", "--out", "e.json"],
+             f"loop/d.csv: --dataset: {to_nothing}"),
+            (["evaluate", "--partition", "loop/c.csv", "--model", "m.pt", "--out", "e.json"],
+             f"loop/c.csv: --partition: {loop}")):
+        line = refused_line(argv, capsys)
+        assert line.endswith(said), line
+    assert sorted(os.listdir()) == ["edges.csv", "loop", "nodes.csv"]  # nothing written

@@ -20,9 +20,8 @@ from sylvie.evaluate.trained_model import model_for_inference
 from sylvie.formats.model_file import load_model
 from sylvie.formats.node_keys import read_node_keys
 from sylvie.formats.partition_manifest import graph_layout, read_manifest
-from sylvie.formats.predictions import check_predictions_path, write_predictions
+from sylvie.formats.predictions import write_predictions
 from sylvie.models.typed_gnn import TYPED_ARCHS
-from sylvie.output_dir import check_location
 from sylvie.partition.shard_reader import read_shard
 from sylvie.runtime.process_group import one_rank_per_part
 from sylvie.runtime.rank_graph import RankGraph
@@ -36,10 +35,6 @@ def evaluate_partitioned(partition_dir: str | Path, model_path: str | Path, out_
     given = {"--model": model_path, "--partition": partition_dir,
              **({"--dataset": dataset_dir} if dataset_dir is not None else {})}  # every input: never written over
     check_outputs(out_path, predictions, given)
-    check_location(out_path, inputs=tuple(given.values()), stage="sylvie evaluate")
-    if predictions:
-        check_predictions_path(predictions)
-        check_location(predictions, inputs=tuple(given.values()), stage="sylvie evaluate", flag="--predictions")
     manifest = read_manifest(partition_dir)
     if predictions and dataset_dir is not None:
         _check_dataset(dataset_dir, manifest)

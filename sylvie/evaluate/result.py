@@ -8,14 +8,14 @@ from pathlib import Path
 
 import numpy as np
 
+from sylvie.data.input_files import check_entry
 from sylvie.errors import SylvieError
+from sylvie.formats import eval_result
+from sylvie.formats import predictions as predictions_file
 from sylvie.formats.eval_result import EvalResult, write_eval_result
 from sylvie.formats.model_file import ModelFile
 from sylvie.formats.splits import SPLITS
-
-
-def _resolved(path) -> Path:
-    return Path(os.path.abspath(os.path.expanduser(os.fspath(path)))).resolve()
+from sylvie.output_dir import resolved_path
 
 
 def _same(a: Path, b: Path) -> bool:
@@ -29,20 +29,28 @@ def _same(a: Path, b: Path) -> bool:
 
 
 def check_outputs(out_path, predictions, inputs: dict[str, str | Path]) -> None:
-    """Before any work: ``--out`` (eval.json) and ``--predictions`` are two files of their own, neither one of the
-    ``inputs`` (flag -> path: the model, the dataset or partition) nor inside one, nor an existing directory."""
+    """Before any work, evaluate's one check of where it writes: ``--out`` (eval.json) and ``--predictions`` (of a
+    kind known by its name) are two files of their own, neither one of the ``inputs`` (flag -> path: the model, the
+    dataset or partition) nor inside one, nor an existing directory (the root, the home or working directory, a
+    parent of an input among them), and either does not exist or is a file evaluate wrote (``eval_result.foreign``,
+    ``predictions.foreign``): never a user's file. An input that is a link to nothing or to itself is said first."""
+    for flag, given in inputs.items():  # a link to nothing or to itself: said as the input it is, before anything
+        if os.path.islink(given) and not os.path.exists(given):
+            check_entry(Path(given), flag)
+    if predictions:
+        predictions_file.check_predictions_path(predictions)
     outs = {"--out": out_path, **({"--predictions": predictions} if predictions else {})}
-    resolved = {flag: _resolved(p) for flag, p in outs.items()}
+    resolved = {flag: resolved_path(p) for flag, p in outs.items()}
     model_dir = Path(inputs["--model"]).parent
     if predictions and _same(resolved["--out"], resolved["--predictions"]):
         other = Path(out_path).parent / "predictions.npy"
         raise SylvieError(f"refusing --predictions {predictions}: it is the same file as --out {out_path}, and "
                           f"eval.json would overwrite the predictions; give each a path of its own, e.g. --predictions "
-                          f"{other if _resolved(other) != resolved['--out'] else other.with_name('predicted.npy')}")
+                          f"{other if resolved_path(other) != resolved['--out'] else other.with_name('predicted.npy')}")
     default = {"--out": "eval.json", "--predictions": "predictions.npy"}
     for flag, target in resolved.items():
         for in_flag, given in inputs.items():
-            src = _resolved(given)
+            src = resolved_path(given)
             if _same(target, src) or src in target.parents:
                 where = "is" if _same(target, src) else "is inside"
                 raise SylvieError(f"refusing {flag} {outs[flag]}: it {where} the input {in_flag} {given}, which "
@@ -51,6 +59,13 @@ def check_outputs(out_path, predictions, inputs: dict[str, str | Path]) -> None:
         if target.is_dir():
             raise SylvieError(f"refusing {flag} {outs[flag]}: it is an existing directory, and "
                               f"{flag} names a file; e.g. {flag} {Path(outs[flag]) / default[flag]}")
+        if target.exists():
+            said = {"--out": "an eval.json written by sylvie evaluate",
+                    "--predictions": "predictions written by sylvie evaluate --predictions"}[flag]
+            why = (eval_result if flag == "--out" else predictions_file).foreign(target)
+            if why:
+                raise SylvieError(f"refusing {flag} {outs[flag]}: it exists and is not {said} ({why}); nothing was "
+                                  f"changed; give another {flag} or move it away yourself")
 
 
 def accuracy(dataset: str, labels: np.ndarray, pred: np.ndarray) -> float:

@@ -12,10 +12,9 @@ from sylvie.evaluate.result import check_outputs, write_eval
 from sylvie.evaluate.trained_model import model_for_inference
 from sylvie.formats.model_file import load_model
 from sylvie.formats.node_keys import read_node_keys
-from sylvie.formats.predictions import check_predictions_path, write_predictions
+from sylvie.formats.predictions import write_predictions
 from sylvie.models.blocks import whole_graph_block, whole_graph_typed_block
 from sylvie.models.typed_gnn import TYPED_ARCHS
-from sylvie.output_dir import check_location
 
 
 def evaluate(dataset_dir: str | Path, model_path: str | Path, out_path: str | Path,
@@ -23,10 +22,6 @@ def evaluate(dataset_dir: str | Path, model_path: str | Path, out_path: str | Pa
     """Writes ``eval.json`` to ``out_path`` (and every node's predicted class, in the dataset's node order, to the
     ``.npy`` file ``predictions`` if given)."""
     check_outputs(out_path, predictions, {"--model": model_path, "--dataset": dataset_dir})
-    check_location(out_path, inputs=(dataset_dir, model_path), stage="sylvie evaluate")
-    if predictions:
-        check_predictions_path(predictions)
-        check_location(predictions, inputs=(dataset_dir, model_path), stage="sylvie evaluate", flag="--predictions")
     graph = load_graph(dataset_dir)
     saved = load_model(model_path)
     model, model_cfg = model_for_inference(saved, model_path, graph.info["fingerprint"], dataset_dir)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,6 +37,7 @@ from sylvie.formats.splits import SPLITS
 FORMAT_VERSION = 1
 FILE = "eval.json"
 MARKER_KEYS = EVAL_RESULT_KEYS  # what marks a JSON object as an evaluation
+_MOST_BYTES = 16 << 20  # an eval.json is a few kB: a file larger is not one (and is not read whole to say so)
 _SAMPLED_SECTIONS = ("sampling", "cache", "features")
 SECTIONS = ("model", "train", "comm", *_SAMPLED_SECTIONS)  # the run's config sections it records (EvalResult's fields)
 # What reading needs of eval.json (JSON Schema; accuracies null where a split has no nodes)
@@ -92,6 +94,29 @@ def write_eval_result(path: str | Path, result: EvalResult) -> dict:
     content = result.content()
     write_json(path, with_checksum(json_safe(content)))
     return content
+
+
+def foreign(path: str | Path) -> str | None:
+    """Why the existing file ``path`` is not an eval.json this module wrote, which evaluate may replace; None where
+    it is one: a JSON object of eval.json's fields (its checksum not checked: a damaged or pre-checksum one of ours is
+    still replaced, as its reader's error says to do). Read only up to ``_MOST_BYTES``; a user's file is never
+    replaced."""
+    path = Path(path)
+    try:
+        if not stat.S_ISREG(path.stat().st_mode):
+            return "not a regular file"
+        with open(path, "rb") as f:
+            head = f.read(_MOST_BYTES + 1)
+        if len(head) > _MOST_BYTES:
+            return f"over {_MOST_BYTES >> 20} MiB"
+        obj = json.loads(head)
+    except OSError as e:
+        return f"not readable: {e.strerror or e}"
+    except ValueError:
+        return "not JSON"
+    if not isinstance(obj, dict) or not MARKER_KEYS <= obj.keys() or schema_problem(obj, SCHEMA):
+        return "not of its fields"
+    return None
 
 
 def read_eval_result(path: str | Path, fix: str | None = None) -> EvalResult:

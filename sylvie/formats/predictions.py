@@ -5,10 +5,18 @@ and reader. The kind follows FILE's name:
 ``.parquet``, ``.csv``, ``.tsv`` (CSV and TSV optionally ``.gz``)
                             a table of two columns, a row a node in node order: ``node``, the node's own id where the
                             dataset was made from files with a ``node_key`` (``node_keys.arrow``), else its number;
-                            ``prediction``, the class's name where the labels were given as names, else its number
+                            ``prediction``, the class's name where the labels were given as names, else its number;
+                            a Parquet file carries ``MARK`` in its key-value metadata
+
+An existing file is replaced only where it is one of these (``foreign``): a 1-D int64 ``.npy``, a CSV or TSV whose
+header is ``node``, ``prediction``, a Parquet file with ``MARK`` (and those columns); never a user's file.
 """
 from __future__ import annotations
 
+import csv
+import gzip
+import io
+import stat
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +29,7 @@ from sylvie.errors import SylvieError, one_line
 
 TABLE_SUFFIXES = (".parquet", ".csv", ".tsv", ".csv.gz", ".tsv.gz")
 COLUMNS = ("node", "prediction")
+MARK = {b"written_by": b"sylvie evaluate --predictions"}  # a Parquet file's key-value metadata: one of ours
 
 
 def _suffix(path: Path) -> str:
@@ -49,7 +58,7 @@ def write_predictions(path: str | Path, pred: np.ndarray, keys: pa.Array | None 
         return
     node = keys if keys is not None else pa.array(np.arange(pred.shape[0], dtype=np.int64))
     prediction = pa.array(class_names).take(pa.array(pred)) if class_names else pa.array(pred)
-    table = pa.table({"node": node, "prediction": prediction})
+    table = pa.table({"node": node, "prediction": prediction}).replace_schema_metadata(MARK)
     with atomic_path(path) as tmp:
         if suffix == ".parquet":
             pq.write_table(table, tmp)
@@ -57,6 +66,37 @@ def write_predictions(path: str | Path, pred: np.ndarray, keys: pa.Array | None 
             options = pacsv.WriteOptions(delimiter="\t" if suffix.startswith(".tsv") else ",")
             with pa.output_stream(str(tmp), compression="gzip" if suffix.endswith(".gz") else None) as sink:
                 pacsv.write_csv(table, sink, write_options=options)
+
+
+def foreign(path: str | Path) -> str | None:
+    """Why the existing file ``path`` is not predictions this module wrote, which evaluate may replace; None where it
+    is: by its first bytes only (an .npy header, a CSV or TSV header line, a Parquet footer)."""
+    path = Path(path)
+    suffix = _suffix(path)
+    try:
+        if not stat.S_ISREG(path.stat().st_mode):
+            return "not a regular file"
+        if suffix == ".npy":
+            with open(path, "rb") as f:
+                version = np.lib.format.read_magic(f)
+                read = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+                if version not in read:
+                    return f".npy version {version}"
+                shape, _, dtype = read[version](f)
+            return None if dtype == np.int64 and len(shape) == 1 else f"an array of {dtype}, shape {shape}"
+        if suffix == ".parquet":
+            schema = pq.read_schema(path)
+            if tuple(schema.names) != COLUMNS or not MARK.items() <= (schema.metadata or {}).items():
+                return f"a Parquet table with columns {', '.join(schema.names)}, without sylvie's mark"
+            return None
+        with (gzip.open if suffix.endswith(".gz") else open)(path, "rb") as f:
+            line = f.readline(1 << 16).decode("utf-8-sig")
+        header = next(csv.reader(io.StringIO(line), delimiter="\t" if suffix.startswith(".tsv") else ","), [])
+    except UnicodeDecodeError:
+        return "not text"
+    except (OSError, ValueError, EOFError, pa.ArrowException) as e:
+        return f"not readable as one: {one_line(e)}"
+    return None if tuple(header) == COLUMNS else f"a table whose header is {line.strip()[:60]!r}"
 
 
 def read_predictions(path: str | Path) -> np.ndarray:
