@@ -393,7 +393,7 @@ def test_unclear_input_is_one_clear_line(tmp_path, capsys):
              ("zipped.csv", r"zipped.csv: edges: gzip-compressed, though its name does not end .gz; rename it "
                             r"zipped.csv.gz"),
              ("empty.npy", r"empty.npy: edges: the file is empty"),
-             ("ragged.csv", r"ragged.csv, line 3: 3 fields where the header has 2"),
+             ("ragged.csv", r"ragged.csv, line 3: edges: 3 fields where the header has 2"),
              ("tabs.csv", r"tabs.csv: edges: the header is one column, 'src\\tdst', separated by tabs")]
     for name, message in cases:
         _refused(tmp_path, {**entry, "edges": str(tmp_path / name), "node_key": None if ".npy" in name else "id"},
@@ -440,3 +440,126 @@ def test_quiet_surprises_say_so_in_a_warning(tmp_path, caplog):
         warned(_write(tmp_path, nodes=untrained), "e")
     assert not warned(_write(tmp_path), "f")
     assert all("\n" not in line for line in said)
+
+
+# ---- what other tools write: text not in UTF-8, Arrow's view types, split -l parts, pipes, old and encrypted files --
+
+def test_text_not_in_utf8_is_named_with_the_command_that_converts_it(tmp_path):
+    """UTF-16 or UTF-32 text (Excel's "Unicode text", PowerShell 5), with or without a byte order mark, gzip'd or
+    not, and Latin-1 bytes in a value or the header: one line naming the file (and the line, column and byte of a
+    value), with the iconv command, not a count of fields or a column by number; NUL bytes are not text."""
+    entry = _write(tmp_path)
+    latin = "id,f0,f1,label,split\na,1,0,0,train\nb,0,1,1,val\nc\xe9,1,1,0,test\nd,0,0,1,train\n".encode("latin-1")
+    files = {"n16.csv": NODES.encode("utf-16"), "n16le.csv": NODES.encode("utf-16-le"),
+             "n16be.tsv": NODES.replace(",", "\t").encode("utf-16-be"), "n32.csv": NODES.encode("utf-32"),
+             "n16.csv.gz": gzip.compress(NODES.encode("utf-16")), "latin.csv": latin,
+             "latin.csv.gz": gzip.compress(latin), "split.csv": NODES.replace("test", "t\xe9st").encode("cp1252"),
+             "header.csv": NODES.replace("label", "lab\xe9l").encode("latin-1"),
+             "nul.csv": b"id,f0\x00\x01\x02\x03,label\na,1,0\n"}
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    iconv = r"save it as UTF-8 \(e.g. iconv -f {} -t UTF-8 IN > OUT\)"
+    cases = [("n16.csv", r"n16.csv: node_table: the file is UTF-16 text; " + iconv.format("UTF-16")),
+             ("n16le.csv", r"n16le.csv: node_table: the file is UTF-16 text; " + iconv.format("UTF-16LE")),
+             ("n16be.tsv", r"n16be.tsv: node_table: the file is UTF-16 text; " + iconv.format("UTF-16BE")),
+             ("n32.csv", r"n32.csv: node_table: the file is UTF-32 text; " + iconv.format("UTF-32")),
+             ("n16.csv.gz", r"n16.csv.gz: node_table: the file is UTF-16 text; save it as UTF-8 \(e.g. zcat IN \| "
+                            r"iconv -f UTF-16 -t UTF-8 \| gzip > OUT\)"),
+             ("latin.csv", r"latin.csv, line 4: node_table: column 'id': byte 0xe9 of b'c\\xe9' is not UTF-8 text: "
+                           r"the file is in another encoding; save it as UTF-8 \(e.g. from Latin-1: iconv -f LATIN1 "
+                           r"-t UTF-8 IN > OUT\)"),
+             ("latin.csv.gz", r"latin.csv.gz, line 4: node_table: column 'id': byte 0xe9 .* zcat IN \| iconv"),
+             ("split.csv", r"split.csv, line 4: node_table: column 'split': byte 0xe9 of b't\\xe9st' is not UTF-8"),
+             ("header.csv", r"header.csv, line 1: node_table: the header is not UTF-8 text \(byte 0xe9\)"),
+             ("nul.csv", r"nul.csv: node_table: not text \(it holds NUL bytes")]
+    for name, message in cases:
+        said = _refused(tmp_path, {**entry, "node_table": str(tmp_path / name)}, message)
+        assert "fields where" not in said and "#" not in said
+    (tmp_path / "edges.csv").write_bytes("src,dst\na,b\nb,\xe9\n".encode("latin-1"))
+    _refused(tmp_path, entry, r"edges.csv, line 3: edges: column 'dst': byte 0xe9 of b'\\xe9' is not UTF-8 text")
+
+
+@pytest.mark.skipif(not hasattr(pa, "string_view"), reason="Arrow's view types came in pyarrow 16")
+def test_arrow_view_types_as_polars_writes_them_read_as_their_values(tmp_path):
+    """Polars >= 1.0 writes text as string_view (ids, labels, splits), bytes as binary_view and lists as list
+    views: read as text and lists, in Arrow IPC and Parquet, the values as written; bytes not UTF-8 are named."""
+    import pyarrow.feather as feather
+
+    from sylvie.formats.node_keys import read_node_keys
+
+    ids, feat = pa.array(["a", "b", "c", "d"], pa.string_view()), [[1., 0], [0, 1], [1, 1], [0, 0]]
+    labels = pa.array(["x", "y", "x", "y"], pa.string_view())
+    nodes = pa.table({"id": ids, "feat": pa.array(feat, pa.large_list_view(pa.float64())), "label": labels,
+                      "split": pa.array(["train", "val", "test", "train"], pa.string_view())})
+    edges = pa.table({"src": pa.array([b"a", b"b", b"c"], pa.binary_view()), "dst": ids.slice(1)})
+    pq.write_table(nodes, tmp_path / "nodes.parquet")
+    feather.write_feather(edges, tmp_path / "edges.arrow")
+    feather.write_feather(nodes.set_column(1, "feat", pa.array(feat, pa.list_view(pa.float64())))
+                          .set_column(2, "label", labels.dictionary_encode()), tmp_path / "nodes.arrow")
+    for i, table in enumerate(("nodes.parquet", "nodes.arrow")):
+        entry = {**_write(tmp_path), "node_table": str(tmp_path / table), "edges": str(tmp_path / "edges.arrow"),
+                 "feature_columns": ["feat"]}
+        download("mine", tmp_path / f"ok{i}", section("dataset", entry))
+        graph = load_graph(tmp_path / f"ok{i}")
+        assert graph.features.tolist() == [[1, 0], [0, 1], [1, 1], [0, 0]]
+        assert graph.labels.tolist() == [0, 1, 0, 1] and graph.info["class_names"] == ["x", "y"]
+        assert graph.train_mask.tolist() == [True, False, False, True] and graph.num_edges == 6
+        assert read_node_keys(tmp_path / f"ok{i}", 4).to_pylist() == ["a", "b", "c", "d"]
+    feather.write_feather(edges.set_column(0, "src", pa.array([b"a", b"\xe9", b"c"], pa.binary_view())),
+                          tmp_path / "edges.arrow")
+    _refused(tmp_path, entry, r"edges.arrow, row 1: edges: column 'src' holds bytes, and b'\\xe9' is not UTF-8 text")
+
+
+def test_a_part_without_the_header_a_pipe_an_old_stream_an_encrypted_file(tmp_path):
+    """A folder cut by split -l (the header in its first part only) shows the part's first line; a later part with
+    other columns shows them; a FIFO or /dev/fd/N given as the table says to write it to a file (not advice about
+    folder entries); an Arrow stream from before Arrow 0.15 is read; an encrypted Parquet file says so."""
+    import os
+
+    import pyarrow.ipc as ipc
+
+    entry = _write(tmp_path)
+    entry["edges"] = _folder(tmp_path, "edges", {"part-aa.csv": "src,dst\na,b\n", "part-ab.csv": "b,c\nc,d\n"})
+    _refused(tmp_path, entry, r"edges/part-ab.csv: edges: no column 'src', which part-aa.csv has, and its first line "
+                              r"reads 'b,c', not the header: every part file needs the header line \('src,dst'; "
+                              r"split -l leaves it in the first part only\)")
+    nodes = _folder(tmp_path, "nodes", {"part-aa.csv": NODES, "part-ab.csv": "id,f0,f1,class,split\ne,1,0,0,val\n"})
+    _refused(tmp_path, {**_write(tmp_path), "node_table": nodes},
+             r"nodes/part-ab.csv: node_table: no column 'label', which part-aa.csv has \(the file has id, f0, f1, "
+             r"class, split\); the files of a folder are one table")
+    os.mkfifo(tmp_path / "fifo.csv")
+    read_end, write_end = os.pipe()
+    try:
+        for path in (tmp_path / "fifo.csv", f"/dev/fd/{read_end}"):
+            said = _refused(tmp_path, {**_write(tmp_path), "edges": str(path)},
+                            rf"{path}: edges: a FIFO \(named pipe\), not a regular file: .* write the table to a "
+                            r"regular file first, and give that file")
+            assert "folder" not in said
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+    table = pa.table({"src": ["a", "b", "c"], "dst": ["b", "c", "d"]})
+    with open(tmp_path / "old.arrow", "wb") as f, ipc.new_stream(
+            f, table.schema, options=ipc.IpcWriteOptions(use_legacy_format=True)) as writer:
+        writer.write_table(table)
+    download("mine", tmp_path / "old", section("dataset", {**_write(tmp_path), "edges": str(tmp_path / "old.arrow")}))
+    assert load_graph(tmp_path / "old").num_edges == 6
+    pq.write_table(table, tmp_path / "plain.parquet")
+    data = (tmp_path / "plain.parquet").read_bytes()
+    (tmp_path / "sealed.parquet").write_bytes(b"PARE" + data[4:-4] + b"PARE")  # an encrypted footer's magic
+    _refused(tmp_path, {**_write(tmp_path), "edges": str(tmp_path / "sealed.parquet")},
+             r"sealed.parquet: edges: an encrypted Parquet file .*which is not read: decrypt it first")
+
+
+def test_each_file_of_a_table_has_its_columns_read_once(tmp_path, monkeypatch):
+    """A node table's columns are read once per file (once for the roles, the features and the reading of the
+    rows alike), not three or four times."""
+    import sylvie.data.table_files as table_files
+
+    read = []
+    column_names = table_files.column_names
+    monkeypatch.setattr(table_files, "column_names", lambda path, *a: read.append(path) or column_names(path, *a))
+    entry = _write(tmp_path)
+    entry["node_table"] = _folder(tmp_path, "nodes", {"part-0.csv": NODES, "part-1.csv": "id,f0,f1,label,split\n"})
+    download("mine", tmp_path / "ok", section("dataset", entry))
+    assert sorted(p.name for p in read) == ["edges.csv", "part-0.csv", "part-1.csv"]

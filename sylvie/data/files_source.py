@@ -9,7 +9,7 @@ from sylvie.data.graph import Graph
 from sylvie.data.input_files import files_of
 from sylvie.data.node_table import TABLE_KINDS, read_node_table
 from sylvie.data.own_graph import own_graph
-from sylvie.data.table_files import chunks, column_names, num_rows
+from sylvie.data.table_files import chunks, headers, num_rows
 from sylvie.data.typed_files import load_typed_files
 
 
@@ -47,5 +47,6 @@ def _count_rows(table, what: str) -> int:
     known = num_rows(files, kind)
     if known is not None:
         return known
-    first = column_names(files[0], kind)[:1]
-    return sum(c.batch.num_rows for c in chunks(files, kind, first, what, {first[0]: pa.large_string()}))
+    names_of = headers(files, kind, what)
+    first = names_of[0][:1]
+    return sum(c.batch.num_rows for c in chunks(files, kind, first, what, {first[0]: pa.large_string()}, names_of))

@@ -15,10 +15,12 @@ from sylvie.data.own_graph import check_split
 from sylvie.data.table_files import (
     Chunk,
     chunks,
-    column_names,
     decoded,
     filled,
+    headers,
     is_glob,
+    is_large_list_view,
+    is_list_view,
     is_text,
     match_columns,
     num_rows,
@@ -77,7 +79,8 @@ def read_node_table(options, what: str = "node_table", node_type: str | None = N
         raise SylvieError("datasets: source files needs node_table, the node table's file or folder (a row a node: "
                           "features, label, split)")
     files, kind = files_of(options.node_table, what, TABLE_KINDS)
-    names = column_names(files[0], kind)
+    names_of = headers(files, kind, what)  # each file's columns, read once
+    names = names_of[0]
     features_file = options.features_file
     split_columns = [options.split_column] if options.split_column else list(options.mask_columns or [])
     labelled = node_type is None or node_type == target
@@ -90,20 +93,20 @@ def read_node_table(options, what: str = "node_table", node_type: str | None = N
         split_columns = []
     roles = _roles(options, labelled, split_columns, f"{files[0]}: {what}")
     others = list(roles)
-    table_columns(files, kind, others, what)
+    table_columns(files, kind, others, what, names_of)
     # the features: named columns, or every column a glob matches but the ids, labels and split (a typed graph's
     # type may have none)
     wanted = list(options.feature_columns)
     if node_type is not None:
         wanted = [w for w in wanted if any(fnmatch.fnmatchcase(n, w) for n in names)]
-    feature_columns = [] if features_file else _feature_columns(files, kind, names, wanted, roles, what)
+    feature_columns = [] if features_file else _feature_columns(files, kind, names_of, wanted, roles, what)
     types = {} if kind not in ("csv", "tsv") else {  # CSV: as each column must be read, not as its first rows look
         **{c: pa.float64() for c in feature_columns}, **{c: pa.large_string() for c in others},
         **{c: pa.bool_() for c in (options.mask_columns or [])}}
     rows, total = _Rows(options.node_table), num_rows(files, kind)
     features = _FeatureRows(feature_columns, total)
     kept = {c: [] for c in others}
-    for chunk in chunks(files, kind, list(dict.fromkeys(others + feature_columns)), what, types):
+    for chunk in chunks(files, kind, list(dict.fromkeys(others + feature_columns)), what, types, names_of):
         rows.add(chunk)
         if not features_file:
             features.add(chunk)
@@ -155,15 +158,15 @@ def _roles(options, labelled: bool, split_columns: list[str], where: str) -> dic
     return roles
 
 
-def _feature_columns(files, kind: str, names: list[str], wanted: list[str], roles: dict[str, str],
+def _feature_columns(files, kind: str, names_of: list[list[str]], wanted: list[str], roles: dict[str, str],
                      what: str) -> list[str]:
-    """The feature columns ``wanted`` names (globs expanded in the file's order, the same in every file), each
-    once: a glob leaves out the columns of other roles (``roles``); naming one, or one column twice, is a
-    SylvieError naming both."""
-    table_columns(files, kind, wanted, what)
+    """The feature columns ``wanted`` names (globs expanded in the file's order, the same in every file: each
+    file's columns ``names_of``), each once: a glob leaves out the columns of other roles (``roles``); naming one,
+    or one column twice, is a SylvieError naming both."""
+    table_columns(files, kind, wanted, what, names_of)
     by: dict[str, str] = {}
     for w in wanted:
-        for c in match_columns(files[0], names, [w], what):
+        for c in match_columns(files[0], names_of[0], [w], what):
             if c in roles:
                 if is_glob(w):
                     continue
@@ -248,7 +251,9 @@ class _FeatureRows:
 
 
 def _is_list(t: pa.DataType) -> bool:
-    return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+    """Whether a column of type ``t`` is a list (Polars >= 1.0 may write a list view), read as a node's features."""
+    return (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t) or is_list_view(t)
+            or is_large_list_view(t))
 
 
 def _floats(values: pa.Array, chunk: Chunk, name: str) -> np.ndarray:

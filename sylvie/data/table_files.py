@@ -22,7 +22,7 @@ import pyarrow.csv as pacsv
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
-from sylvie.data.input_files import check_content, check_entry, file_kind
+from sylvie.data.input_files import check_content, check_entry, file_kind, to_utf8
 from sylvie.errors import SylvieError, one_line
 
 _DELIMITER = {"csv": ",", "tsv": "\t"}
@@ -40,8 +40,66 @@ class Chunk:
     batch: pa.RecordBatch
 
 
+def _type_test(name: str):
+    """``pyarrow.types``' test ``name``, or one always false where this pyarrow predates the type (the view types
+    came in pyarrow 16)."""
+    return getattr(pa.types, name, lambda t: False)
+
+
+is_string_view, is_binary_view = _type_test("is_string_view"), _type_test("is_binary_view")
+is_list_view, is_large_list_view = _type_test("is_list_view"), _type_test("is_large_list_view")
+
+
 def is_text(t: pa.DataType) -> bool:
-    return pa.types.is_string(t) or pa.types.is_large_string(t)
+    """Whether a column of type ``t`` is text (Polars >= 1.0 writes text as string_view)."""
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or is_string_view(t)
+
+
+def _is_bytes(t: pa.DataType) -> bool:
+    return pa.types.is_binary(t) or pa.types.is_large_binary(t) or is_binary_view(t)
+
+
+def _read_as(t: pa.DataType) -> pa.DataType:
+    """The type a column of type ``t`` is read as: text of a view (string_view) and bytes (binary, binary_view:
+    read as UTF-8 text) as large_string, which every reader of a column takes; a dictionary's values likewise;
+    any other type as it is (a list view too: its values are read as a list's)."""
+    if is_string_view(t) or _is_bytes(t):
+        return pa.large_string()
+    if pa.types.is_dictionary(t):
+        values = _read_as(t.value_type)
+        return t if values == t.value_type else pa.dictionary(t.index_type, values)
+    return t
+
+
+def _plain(batch: pa.RecordBatch, path: Path, first: int, what: str) -> pa.RecordBatch:
+    """``batch`` (rows ``first``.. of ``path``) with each column of its type as read (``_read_as``); bytes that
+    are not UTF-8 text are a SylvieError naming the column and the row."""
+    fields = batch.schema
+    if all(_read_as(f.type) == f.type for f in fields):
+        return batch
+    columns = []
+    for f, values in zip(fields, batch.columns, strict=True):
+        t = _read_as(f.type)
+        try:
+            columns.append(values.cast(t) if t != f.type else values)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            values = decoded(values)
+            r = next(r for r in range(len(values)) if not _utf8(values[r].as_py()))
+            raise SylvieError(f"{row_name(path, first + r)}: {what + ': ' if what else ''}column '{f.name}' holds "
+                              f"bytes, and {values[r].as_py()!r} is not UTF-8 text; write the column as text "
+                              f"(UTF-8): ids, labels and splits are integers or text") from None
+    return pa.RecordBatch.from_arrays(columns, names=fields.names)
+
+
+def _utf8(value: bytes | None) -> bool:
+    """Whether ``value`` (bytes, or None) is UTF-8 text."""
+    if value is None:
+        return True
+    try:
+        value.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def decoded(values):
@@ -76,6 +134,9 @@ def _csv_problem(path: Path, kind: str, e: Exception, what: str) -> None:
     """Arrow's error on a CSV, where it names a column by number or a row by its text, as a SylvieError naming the
     line and the column (found by reading the file again, on the way to the error only); else nothing."""
     text = str(e)
+    utf8 = re.search(r"In CSV column #(\d+): .*invalid UTF8 data", text)
+    if utf8:
+        _not_utf8(path, kind, int(utf8[1]), what)
     value = re.search(r"In CSV column #(\d+): (?:Row #\d+: )?CSV conversion error to (\w+): invalid value '(.*)'",
                       text, re.S)
     width = re.search(r"Expected (\d+) columns, got (\d+)", text)
@@ -97,8 +158,31 @@ def _csv_problem(path: Path, kind: str, e: Exception, what: str) -> None:
                                   f"{'a comma' if kind == 'csv' else 'a tab'}, or fix the line")
 
 
-def column_names(path: Path, kind: str) -> list[str]:
-    """The columns of one file, in its order (a CSV's header)."""
+def _not_utf8(path: Path, kind: str, column: int, what: str) -> None:
+    """A SylvieError naming the line, the column and the byte where a CSV's column ``column`` (Arrow's word: some
+    value of it) is not UTF-8 text (Latin-1, Windows-1252: Excel's "CSV" on Windows); nothing where none is found
+    (the file changed)."""
+    gz = path.suffix.lower() == ".gz"
+    opener = gzip.open if gz else open
+    with opener(path, "rt", newline="", encoding="latin-1") as f:  # each byte one character: none is refused
+        rows = csv.reader(f, delimiter=_DELIMITER[kind])
+        header = next(rows, [])
+        for row in rows:
+            for j in [column, *range(len(row))]:  # Arrow's column first, then any
+                raw = row[j].encode("latin-1") if j < len(row) else b""
+                try:
+                    raw.decode("utf-8")
+                except UnicodeDecodeError as bad:
+                    name = header[j].encode("latin-1").decode("utf-8", "replace").lstrip("\ufeff") \
+                        if j < len(header) else f"#{j}"
+                    raise SylvieError(f"{path}, line {rows.line_num}: {what + ': ' if what else ''}column '{name}': "
+                                      f"byte 0x{raw[bad.start]:02x} of {raw!r} is not UTF-8 text: the file is in "
+                                      f"another encoding; save it as UTF-8 (e.g. from Latin-1: "
+                                      f"{to_utf8('LATIN1', gz)})") from None
+
+
+def column_names(path: Path, kind: str, what: str = "") -> list[str]:
+    """The columns of one file, in its order (a CSV's header); ``what``: the table, as the config names it."""
     try:
         if kind == "parquet":
             return pq.ParquetFile(path).schema_arrow.names
@@ -107,8 +191,13 @@ def column_names(path: Path, kind: str) -> list[str]:
         return _csv_header(path, kind)
     except (pa.ArrowException, OSError, ValueError) as e:
         if kind in _DELIMITER and isinstance(e, pa.ArrowException):
-            _csv_problem(path, kind, e, "")
-        raise SylvieError(f"{path}: not a readable {kind} file ({one_line(e)}); it is damaged, cut short or of "
+            _csv_problem(path, kind, e, what)
+        said = what + ": " if what else ""
+        if isinstance(e, UnicodeDecodeError):  # the header's names, decoded by pyarrow's Python side
+            raise SylvieError(f"{path}, line 1: {said}the header is not UTF-8 text (byte 0x{e.object[e.start]:02x}): "
+                              f"the file is in another encoding; save it as UTF-8 (e.g. from Latin-1: "
+                              f"{to_utf8('LATIN1', path.suffix.lower() == '.gz')})") from None
+        raise SylvieError(f"{path}: {said}not a readable {kind} file ({one_line(e)}); it is damaged, cut short or of "
                           f"another kind: write it again") from None
 
 
@@ -131,14 +220,13 @@ def match_columns(path: Path, names: list[str], wanted: list[str], what: str) ->
     for w in wanted:
         hits = [n for n in names if fnmatch.fnmatchcase(n, w)] if is_glob(w) else [w] if w in names else []
         if not hits:
-            shown = ", ".join(names[:12]) + (f", ... ({len(names)} columns)" if len(names) > 12 else "")
             other = next((d for d in "\t;|," if len(names) == 1 and d in names[0]), None)
             if other:  # a TSV named .csv, a CSV named .tsv, or another separator
                 raise SylvieError(f"{path}: {what}: the header is one column, {names[0]!r}, separated by "
                                   f"{_SEPARATOR[other]}: CSV (.csv) is comma-separated and TSV (.tsv) tab-separated; "
                                   f"name the file by its separator, or write it with commas")
-            raise SylvieError(f"{path}: {what}: no column '{w}' (the file has {shown}); name the column in the "
-                              f"config")
+            raise SylvieError(f"{path}: {what}: no column '{w}' (the file has {_shown(names)}); name the column in "
+                              f"the config")
         twice = [n for n in dict.fromkeys(hits) if names.count(n) > 1]
         if twice:
             raise SylvieError(f"{path}: {what}: the file has {names.count(twice[0])} columns named '{twice[0]}', "
@@ -147,21 +235,32 @@ def match_columns(path: Path, names: list[str], wanted: list[str], what: str) ->
     return out
 
 
+def _shown(names: list[str]) -> str:
+    """A file's columns, as an error line shows them (the first 12)."""
+    return ", ".join(names[:12]) + (f", ... ({len(names)} columns)" if len(names) > 12 else "")
+
+
+def headers(files: list[Path], kind: str, what: str = "") -> list[list[str]]:
+    """The columns of each file (``column_names``), read once for a stage's checks and reads of the table."""
+    return [column_names(f, kind, what) for f in files]
+
+
 def is_glob(name: str) -> bool:
     """Whether a configured column name is a glob (``f*``) rather than a name."""
     return any(c in name for c in "*?[")
 
 
-def table_columns(files: list[Path], kind: str, wanted: list[str], what: str) -> list[str]:
+def table_columns(files: list[Path], kind: str, wanted: list[str], what: str,
+                  names_of: list[list[str]] | None = None) -> list[str]:
     """The columns ``wanted`` names (globs expanded, ``match_columns``), in the first file's order: the same in
     every file of a folder, else a SylvieError naming the file and the column it has or lacks that the first file
-    does not: the files of a folder are one table."""
-    found = match_columns(files[0], column_names(files[0], kind), wanted, what)
-    for f in files[1:]:
-        names = column_names(f, kind)
+    does not: the files of a folder are one table. ``names_of``: each file's columns (``headers``), if read."""
+    names_of = names_of or headers(files, kind, what)
+    found = match_columns(files[0], names_of[0], wanted, what)
+    for f, names in zip(files[1:], names_of[1:], strict=True):
         lacks = [c for c in found if c not in names]
         if lacks:
-            raise _unlike_first(f, files[0], lacks[0], what)
+            raise _unlike_first(f, files[0], lacks[0], what, names, names_of[0], kind)
         extra = [c for c in match_columns(f, names, wanted, what) if c not in found]
         if extra:
             glob = next(w for w in wanted if fnmatch.fnmatchcase(extra[0], w))
@@ -170,9 +269,19 @@ def table_columns(files: list[Path], kind: str, wanted: list[str], what: str) ->
     return found
 
 
-def _unlike_first(path: Path, first: Path, column: str, what: str) -> SylvieError:
-    return SylvieError(f"{path}: {what}: no column '{column}', which {first.name} has; the files of a folder are "
-                       f"one table: give every file the same columns")
+def _unlike_first(path: Path, first: Path, column: str, what: str, names: list[str], first_names: list[str],
+                  kind: str) -> SylvieError:
+    """The error for a file of a folder that lacks a column of the first file's (``first_names``), showing the
+    columns it has (``names``): a CSV part whose first line shares no name with the first file's header has no
+    header (``split -l`` leaves it in the first part only)."""
+    said = f"{path}: {what}: no column '{column}', which {first.name} has"
+    if kind in _DELIMITER and not set(names) & set(first_names):
+        header = _DELIMITER[kind].join(first_names)
+        return SylvieError(f"{said}, and its first line reads {_DELIMITER[kind].join(names)!r}, not the header: "
+                           f"every part file needs the header line ({header!r}; split -l leaves it in the first "
+                           f"part only): add it at the top of each")
+    return SylvieError(f"{said} (the file has {_shown(names)}); the files of a folder are one table: give every "
+                       f"file the same columns")
 
 
 def num_rows(files: list[Path], kind: str) -> int | None:
@@ -196,29 +305,38 @@ def num_rows(files: list[Path], kind: str) -> int | None:
 
 
 def chunks(files: list[Path], kind: str, columns: list[str], what: str,
-           column_types: dict[str, pa.DataType] | None = None) -> Iterator[Chunk]:
-    """The table's ``columns`` chunk by chunk, every file checked to have them. CSV: only an empty field is null (a
-    value ``NA`` is the text NA); a column's type is ``column_types``' (the caller's: text for ids, labels and
-    splits, float64 for features), else inferred from the file's first 16 MB."""
-    for path in files:
-        names = column_names(path, kind)
+           column_types: dict[str, pa.DataType] | None = None,
+           names_of: list[list[str]] | None = None) -> Iterator[Chunk]:
+    """The table's ``columns`` chunk by chunk, every file checked to have them (its columns ``names_of``' where
+    the caller has read them, ``headers``). CSV: only an empty field is null (a value ``NA`` is the text NA); a
+    column's type is ``column_types``' (the caller's: text for ids, labels and splits, float64 for features), else
+    inferred from the file's first 16 MB. Text and bytes of any Arrow type are read as large_string
+    (``_read_as``)."""
+    for i, path in enumerate(files):
+        names = names_of[i] if names_of else column_names(path, kind, what)
+        if i == 0:
+            first_names = names
         lacks = [c for c in columns if c not in names]
-        if lacks and path != files[0]:
-            raise _unlike_first(path, files[0], lacks[0], what)
+        if lacks and i:
+            raise _unlike_first(path, files[0], lacks[0], what, names, first_names, kind)
         match_columns(path, names, columns, what)
         first = 0
         try:
             for batch in _batches(path, kind, columns, column_types or {}):
-                yield Chunk(path, first, batch)
+                yield Chunk(path, first, _plain(batch, path, first, what))
                 first += batch.num_rows
                 del batch
                 # what the chunk took, back to the system at once: Arrow's pool (mimalloc or jemalloc) keeps it for
                 # reuse otherwise, and converting the products preset at 1/10 from Parquet peaked at 0.90 GB with
                 # 1M-row chunks, 0.80 GB with 16 MB chunks and 0.60 GB with these releases too
                 pa.default_memory_pool().release_unused()
-        except pa.ArrowException as e:
-            if kind in _DELIMITER:
+        except (pa.ArrowException, OSError) as e:  # pyarrow's IO errors (a Parquet page unreadable) are OSError
+            if kind in _DELIMITER and isinstance(e, pa.ArrowException):
                 _csv_problem(path, kind, e, what)
+            if "decrypt" in str(e).lower():  # Parquet's modular encryption, the footer in plain text
+                raise SylvieError(f"{path}: {what}: an encrypted Parquet file (its columns encrypted), which is not "
+                                  f"read: decrypt it first (read it with its keys and write it again without "
+                                  f"encryption)") from None
             where = f"{row_name(path, first)} or after"
             if "conversion error" in str(e).lower():  # CSV: a value that is not of its column's type
                 raise SylvieError(f"{where}: {what}: {one_line(e)}; every value of a column must be of one kind "
