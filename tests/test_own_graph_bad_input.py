@@ -549,6 +549,23 @@ def test_a_part_without_the_header_a_pipe_an_old_stream_an_encrypted_file(tmp_pa
     (tmp_path / "sealed.parquet").write_bytes(b"PARE" + data[4:-4] + b"PARE")  # an encrypted footer's magic
     _refused(tmp_path, {**_write(tmp_path), "edges": str(tmp_path / "sealed.parquet")},
              r"sealed.parquet: edges: an encrypted Parquet file .*which is not read: decrypt it first")
+    encryption = pytest.importorskip("pyarrow.parquet.encryption")
+
+    class Kms(encryption.KmsClient):  # keys wrapped as themselves: a test's key store
+        def wrap_key(self, key, master_key_identifier):
+            return key
+
+        def unwrap_key(self, wrapped, master_key_identifier):
+            return wrapped
+
+    config = encryption.EncryptionConfiguration(footer_key="f", column_keys={"c": ["src", "dst"]},
+                                                plaintext_footer=True, double_wrapping=False)
+    keys = encryption.KmsConnectionConfig(custom_kms_conf={"f": "0123456789012345", "c": "1234567890123456"})
+    properties = encryption.CryptoFactory(lambda _: Kms()).file_encryption_properties(keys, config)
+    with pq.ParquetWriter(tmp_path / "columns.parquet", table.schema, encryption_properties=properties) as writer:
+        writer.write_table(table)  # the footer in plain text (PAR1), the columns encrypted
+    _refused(tmp_path, {**_write(tmp_path), "edges": str(tmp_path / "columns.parquet")},
+             r"columns.parquet: edges: an encrypted Parquet file \(its columns encrypted\), which is not read")
 
 
 def test_each_file_of_a_table_has_its_columns_read_once(tmp_path, monkeypatch):
