@@ -9,8 +9,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sylvie.data.column_types import decoded, filled, is_text
 from sylvie.data.input_files import files_of
-from sylvie.data.table_files import chunks, decoded, filled, is_text, num_rows, ranges, read_npy, row_name
+from sylvie.data.table_files import chunks, num_rows, ranges, read_npy, row_name
 from sylvie.errors import SylvieError
 
 EDGE_KINDS = ("parquet", "arrow", "csv", "tsv", "npy")

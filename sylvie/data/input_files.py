@@ -16,7 +16,8 @@ from sylvie.errors import SylvieError, one_line
 
 KINDS = {".parquet": "parquet", ".pq": "parquet", ".arrow": "arrow", ".feather": "arrow", ".ipc": "arrow",
          ".csv": "csv", ".tsv": "tsv", ".npy": "npy"}
-TEXT_KINDS = ("csv", "tsv")  # the kinds read as delimited text
+DELIMITERS = {"csv": ",", "tsv": "\t"}  # the kinds read as delimited text, and their delimiters
+TEXT_KINDS = tuple(DELIMITERS)
 
 
 def file_kind(path: Path, what: str) -> str:

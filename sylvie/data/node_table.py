@@ -10,18 +10,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sylvie.data.column_types import decoded, filled, is_large_list_view, is_list_view, is_text
 from sylvie.data.input_files import files_of
 from sylvie.data.own_graph import check_split
 from sylvie.data.table_files import (
     Chunk,
     chunks,
-    decoded,
-    filled,
     headers,
     is_glob,
-    is_large_list_view,
-    is_list_view,
-    is_text,
     match_columns,
     num_rows,
     read_npy,

@@ -7,25 +7,22 @@ Every error names the file and, where it applies, the column and the first bad r
 """
 from __future__ import annotations
 
-import csv
 import fnmatch
-import gzip
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
-from sylvie.data.input_files import check_content, check_entry, file_kind, to_utf8
+from sylvie.data.column_types import decoded, is_utf8, read_as
+from sylvie.data.csv_errors import csv_problem
+from sylvie.data.input_files import DELIMITERS, check_content, check_entry, file_kind, to_utf8
 from sylvie.errors import SylvieError, one_line
 
-_DELIMITER = {"csv": ",", "tsv": "\t"}
 _SEPARATOR = {"\t": "tabs", ";": "semicolons", "|": "bars", ",": "commas"}
 _CHUNK_BYTES = 16 << 20  # CSV text, or Parquet and Arrow data (uncompressed), per chunk
 _BATCH_ROWS = 1 << 20  # rows of an .npy array per chunk
@@ -40,76 +37,24 @@ class Chunk:
     batch: pa.RecordBatch
 
 
-def _type_test(name: str):
-    """``pyarrow.types``' test ``name``, or one always false where this pyarrow predates the type (the view types
-    came in pyarrow 16)."""
-    return getattr(pa.types, name, lambda t: False)
-
-
-is_string_view, is_binary_view = _type_test("is_string_view"), _type_test("is_binary_view")
-is_list_view, is_large_list_view = _type_test("is_list_view"), _type_test("is_large_list_view")
-
-
-def is_text(t: pa.DataType) -> bool:
-    """Whether a column of type ``t`` is text (Polars >= 1.0 writes text as string_view)."""
-    return pa.types.is_string(t) or pa.types.is_large_string(t) or is_string_view(t)
-
-
-def _is_bytes(t: pa.DataType) -> bool:
-    return pa.types.is_binary(t) or pa.types.is_large_binary(t) or is_binary_view(t)
-
-
-def _read_as(t: pa.DataType) -> pa.DataType:
-    """The type a column of type ``t`` is read as: text of a view (string_view) and bytes (binary, binary_view:
-    read as UTF-8 text) as large_string, which every reader of a column takes; a dictionary's values likewise;
-    any other type as it is (a list view too: its values are read as a list's)."""
-    if is_string_view(t) or _is_bytes(t):
-        return pa.large_string()
-    if pa.types.is_dictionary(t):
-        values = _read_as(t.value_type)
-        return t if values == t.value_type else pa.dictionary(t.index_type, values)
-    return t
-
-
 def _plain(batch: pa.RecordBatch, path: Path, first: int, what: str) -> pa.RecordBatch:
     """``batch`` (rows ``first``.. of ``path``) with each column of its type as read (``_read_as``); bytes that
     are not UTF-8 text are a SylvieError naming the column and the row."""
     fields = batch.schema
-    if all(_read_as(f.type) == f.type for f in fields):
+    if all(read_as(f.type) == f.type for f in fields):
         return batch
     columns = []
     for f, values in zip(fields, batch.columns, strict=True):
-        t = _read_as(f.type)
+        t = read_as(f.type)
         try:
             columns.append(values.cast(t) if t != f.type else values)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             values = decoded(values)
-            r = next(r for r in range(len(values)) if not _utf8(values[r].as_py()))
+            r = next(r for r in range(len(values)) if not is_utf8(values[r].as_py()))
             raise SylvieError(f"{row_name(path, first + r)}: {what + ': ' if what else ''}column '{f.name}' holds "
                               f"bytes, and {values[r].as_py()!r} is not UTF-8 text; write the column as text "
                               f"(UTF-8): ids, labels and splits are integers or text") from None
     return pa.RecordBatch.from_arrays(columns, names=fields.names)
-
-
-def _utf8(value: bytes | None) -> bool:
-    """Whether ``value`` (bytes, or None) is UTF-8 text."""
-    if value is None:
-        return True
-    try:
-        value.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
-
-
-def decoded(values):
-    """A column (array or chunked) with a dictionary type (a pandas category column) as its values' type."""
-    return values.cast(values.type.value_type) if pa.types.is_dictionary(values.type) else values
-
-
-def filled(index) -> np.ndarray:
-    """An Arrow integer array (or chunked array) with nulls as an int64 array with -1 for them."""
-    return pc.fill_null(index, -1).to_numpy(zero_copy_only=False).astype(np.int64)
 
 
 def row_name(chunk_or_path, row: int) -> str:
@@ -117,7 +62,7 @@ def row_name(chunk_or_path, row: int) -> str:
     path = chunk_or_path.path if isinstance(chunk_or_path, Chunk) else Path(chunk_or_path)
     if isinstance(chunk_or_path, Chunk):
         row += chunk_or_path.first
-    if file_kind(path, "") in _DELIMITER:
+    if file_kind(path, "") in DELIMITERS:
         return f"{path}, line {row + 2}"
     return f"{path}, row {row}"
 
@@ -125,60 +70,9 @@ def row_name(chunk_or_path, row: int) -> str:
 def _csv_header(path: Path, kind: str) -> list[str]:
     with pacsv.open_csv(pa.input_stream(str(path), compression="detect"),
                         read_options=pacsv.ReadOptions(block_size=1 << 16),
-                        parse_options=pacsv.ParseOptions(delimiter=_DELIMITER[kind]),
+                        parse_options=pacsv.ParseOptions(delimiter=DELIMITERS[kind]),
                         convert_options=pacsv.ConvertOptions(column_types={})) as reader:
         return reader.schema.names
-
-
-def _csv_problem(path: Path, kind: str, e: Exception, what: str) -> None:
-    """Arrow's error on a CSV, where it names a column by number or a row by its text, as a SylvieError naming the
-    line and the column (found by reading the file again, on the way to the error only); else nothing."""
-    text = str(e)
-    utf8 = re.search(r"In CSV column #(\d+): .*invalid UTF8 data", text)
-    if utf8:
-        _not_utf8(path, kind, int(utf8[1]), what)
-    value = re.search(r"In CSV column #(\d+): (?:Row #\d+: )?CSV conversion error to (\w+): invalid value '(.*)'",
-                      text, re.S)
-    width = re.search(r"Expected (\d+) columns, got (\d+)", text)
-    if not (value or width):
-        return
-    opener = gzip.open if path.suffix.lower() == ".gz" else open
-    with opener(path, "rt", newline="", encoding="utf-8-sig", errors="replace") as f:
-        rows = csv.reader(f, delimiter=_DELIMITER[kind])
-        header = next(rows, [])
-        for row in rows:
-            if value and int(value[1]) < len(row) and row[int(value[1])] == value[3]:
-                col = header[int(value[1])] if int(value[1]) < len(header) else f"#{value[1]}"
-                said = {"double": "a number", "bool": "true/false or 1/0"}.get(value[2], value[2])
-                raise SylvieError(f"{path}, line {rows.line_num}: {what + ': ' if what else ''}column '{col}': "
-                                  f"{value[3]!r} is not {said}; every value of a column must be of its kind")
-            if width and len(row) != len(header):
-                raise SylvieError(f"{path}, line {rows.line_num}: {what + ': ' if what else ''}{len(row)} fields "
-                                  f"where the header has {len(header)}; quote a field that holds "
-                                  f"{'a comma' if kind == 'csv' else 'a tab'}, or fix the line")
-
-
-def _not_utf8(path: Path, kind: str, column: int, what: str) -> None:
-    """A SylvieError naming the line, the column and the byte where a CSV's column ``column`` (Arrow's word: some
-    value of it) is not UTF-8 text (Latin-1, Windows-1252: Excel's "CSV" on Windows); nothing where none is found
-    (the file changed)."""
-    gz = path.suffix.lower() == ".gz"
-    opener = gzip.open if gz else open
-    with opener(path, "rt", newline="", encoding="latin-1") as f:  # each byte one character: none is refused
-        rows = csv.reader(f, delimiter=_DELIMITER[kind])
-        header = next(rows, [])
-        for row in rows:
-            for j in [column, *range(len(row))]:  # Arrow's column first, then any
-                raw = row[j].encode("latin-1") if j < len(row) else b""
-                try:
-                    raw.decode("utf-8")
-                except UnicodeDecodeError as bad:
-                    name = header[j].encode("latin-1").decode("utf-8", "replace").lstrip("\ufeff") \
-                        if j < len(header) else f"#{j}"
-                    raise SylvieError(f"{path}, line {rows.line_num}: {what + ': ' if what else ''}column '{name}': "
-                                      f"byte 0x{raw[bad.start]:02x} of {raw!r} is not UTF-8 text: the file is in "
-                                      f"another encoding; save it as UTF-8 (e.g. from Latin-1: "
-                                      f"{to_utf8('LATIN1', gz)})") from None
 
 
 def column_names(path: Path, kind: str, what: str = "") -> list[str]:
@@ -190,8 +84,8 @@ def column_names(path: Path, kind: str, what: str = "") -> list[str]:
             return _arrow_schema(path).names
         return _csv_header(path, kind)
     except (pa.ArrowException, OSError, ValueError) as e:
-        if kind in _DELIMITER and isinstance(e, pa.ArrowException):
-            _csv_problem(path, kind, e, what)
+        if kind in DELIMITERS and isinstance(e, pa.ArrowException):
+            csv_problem(path, kind, e, what)
         said = what + ": " if what else ""
         if isinstance(e, UnicodeDecodeError):  # the header's names, decoded by pyarrow's Python side
             raise SylvieError(f"{path}, line 1: {said}the header is not UTF-8 text (byte 0x{e.object[e.start]:02x}): "
@@ -275,9 +169,9 @@ def _unlike_first(path: Path, first: Path, column: str, what: str, names: list[s
     columns it has (``names``): a CSV part whose first line shares no name with the first file's header has no
     header (``split -l`` leaves it in the first part only)."""
     said = f"{path}: {what}: no column '{column}', which {first.name} has"
-    if kind in _DELIMITER and not set(names) & set(first_names):
-        header = _DELIMITER[kind].join(first_names)
-        return SylvieError(f"{said}, and its first line reads {_DELIMITER[kind].join(names)!r}, not the header: "
+    if kind in DELIMITERS and not set(names) & set(first_names):
+        header = DELIMITERS[kind].join(first_names)
+        return SylvieError(f"{said}, and its first line reads {DELIMITERS[kind].join(names)!r}, not the header: "
                            f"every part file needs the header line ({header!r}; split -l leaves it in the first "
                            f"part only): add it at the top of each")
     return SylvieError(f"{said} (the file has {_shown(names)}); the files of a folder are one table: give every "
@@ -331,8 +225,8 @@ def chunks(files: list[Path], kind: str, columns: list[str], what: str,
                 # 1M-row chunks, 0.80 GB with 16 MB chunks and 0.60 GB with these releases too
                 pa.default_memory_pool().release_unused()
         except (pa.ArrowException, OSError) as e:  # pyarrow's IO errors (a Parquet page unreadable) are OSError
-            if kind in _DELIMITER and isinstance(e, pa.ArrowException):
-                _csv_problem(path, kind, e, what)
+            if kind in DELIMITERS and isinstance(e, pa.ArrowException):
+                csv_problem(path, kind, e, what)
             if "decrypt" in str(e).lower():  # Parquet's modular encryption, the footer in plain text
                 raise SylvieError(f"{path}: {what}: an encrypted Parquet file (its columns encrypted), which is not "
                                   f"read: decrypt it first (read it with its keys and write it again without "
@@ -370,7 +264,7 @@ def _batches(path: Path, kind: str, columns: list[str], column_types: dict) -> I
         reader = pacsv.open_csv(
             pa.input_stream(str(path), compression="detect"),
             read_options=pacsv.ReadOptions(block_size=_CHUNK_BYTES),
-            parse_options=pacsv.ParseOptions(delimiter=_DELIMITER[kind]),
+            parse_options=pacsv.ParseOptions(delimiter=DELIMITERS[kind]),
             convert_options=pacsv.ConvertOptions(include_columns=columns, strings_can_be_null=True,
                                                  null_values=[""], column_types={k: v for k, v in column_types.items()
                                                                                  if k in columns}))
