@@ -10,7 +10,8 @@ CORES ?= all
 export PATH := $(BIN):$(PATH)
 export DGLBACKEND := pytorch
 
-.PHONY: run run-slurm slurm-up slurm-down test claims check install metis tcmalloc lint clean gpu gpu-wheels
+.PHONY: run run-slurm slurm-up slurm-down test claims check install metis tcmalloc lint clean gpu gpu-wheels \
+	kernel-resources
 
 install: $(STAMP)
 
@@ -92,6 +93,12 @@ claims: $(STAMP)
 # The fast loop, after every edit: the unit tier (in-process, no torchrun), under a minute.
 check: $(STAMP)
 	$(BIN)/python -m pytest -q -m unit --durations=5 tests
+
+# Our Numba-CUDA kernels' registers, shared memory and spills for sm_90 (ARCH=sm_80 ...), without a GPU: numba-cuda's
+# PTX through `ptxas -v` (the test extra's nvidia-cuda-nvcc-cu12 brings libNVVM and ptxas); benchmarks/README.md.
+ARCH ?= sm_90
+kernel-resources: $(STAMP)
+	$(BIN)/python benchmarks/kernel_resources.py --arch $(ARCH)
 
 # The GPU check, one call on a GPU machine that has CUDA, PyTorch, numba, numba-cuda and pyarrow (and nothing of ours:
 # no DGL, no Snakemake, no network): installs this checkout without dependencies, plus the wheels in .whl/ where a
