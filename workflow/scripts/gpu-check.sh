@@ -4,11 +4,12 @@
 #   1. installs this checkout without dependencies (plus the wheels `make gpu-wheels` put in .whl/, for what the
 #      machine lacks, into a folder of their own on PYTHONPATH),
 #   2. runs the GPU test tier (pytest -m gpu on tests/test_gpu_*.py; each test bounded),
-#   3. runs the GPU benchmarks: benchmarks/lowbit.py --device cuda, benchmarks/gather.py, benchmarks/gpu_epoch.py
-#      --profile, benchmarks/feature_store.py,
+#   3. runs GAT on 2 ranks taken apart (benchmarks/gat_two_ranks.py) and the GPU benchmarks: benchmarks/lowbit.py
+#      --device cuda, benchmarks/gather.py, benchmarks/gpu_epoch.py --profile, benchmarks/feature_store.py,
 # each step bounded by `timeout`, the whole within GPU_CHECK_BUDGET_S seconds (default 470), and writes under DIR at
-# most 8 files: summary.md (what ran, what was skipped and why, the tables, the wall time), setup.log,
-# gpu-tests.log, simulator.log (no GPU only), lowbit.log, gather.log, gpu-epoch.log, feature-store.log.
+# most 9 files: summary.md (what ran, what was skipped and why, the tables, the wall time), setup.log,
+# gpu-tests.log, simulator.log (no GPU only), gat-two-ranks.log, lowbit.log, gather.log, gpu-epoch.log,
+# feature-store.log.
 # Without a CUDA device it runs what the CPU allows (the CUDA simulator tests), reports every GPU test as skipped
 # with its reason and the benchmarks as not run, and exits 0. Exit status: 1 if a step failed or ran out of time.
 set -u -o pipefail
@@ -21,7 +22,7 @@ START=$(date +%s)
 cd "$REPO" || exit 2
 mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd) || exit 2
 rm -f "$OUT"/summary.md "$OUT"/setup.log "$OUT"/gpu-tests.log "$OUT"/simulator.log "$OUT"/lowbit.log \
-  "$OUT"/gather.log "$OUT"/gpu-epoch.log "$OUT"/feature-store.log
+  "$OUT"/gather.log "$OUT"/gpu-epoch.log "$OUT"/feature-store.log "$OUT"/gat-two-ranks.log
 SUMMARY=$OUT/summary.md
 FAILED=0
 export PYTHONUNBUFFERED=1
@@ -123,6 +124,8 @@ fi
 
 # ---- 3. the GPU benchmarks
 if [ -n "$CUDA" ]; then
+  step "benchmarks/gat_two_ranks.py (GAT's gradient on 2 ranks, taken apart)" 60 "$OUT/gat-two-ranks.log" "$PY" \
+    benchmarks/gat_two_ranks.py --device cuda --out "$(mktemp -d)"
   step "benchmarks/lowbit.py --device cuda" 50 "$OUT/lowbit.log" "$PY" benchmarks/lowbit.py --device cuda \
     --markdown --repeats 5
   step "benchmarks/gather.py (GPU)" 70 "$OUT/gather.log" "$PY" benchmarks/gather.py --table-gb 3 \
@@ -173,6 +176,12 @@ table() {  # LOG TITLE: the Markdown tables a benchmark printed (lines starting 
   say "$(grep -vE '^== ' "$1" | awk '/^\|/ {print; table=1; next} table && NF==0 {print; table=0; next}
     /^(Low-bit|CPU,|GPU|One training|Feature store|N = |PyG|Measured|No GPU|graph:)/ {print}')"
 }
+if [ -f "$OUT/gat-two-ranks.log" ]; then  # its per-step lines: the weights' agreement and every error over its bound
+  say ""
+  say "## GAT's gradient on 2 ranks, taken apart (benchmarks/gat_two_ranks.py; how to read it: its docstring)"
+  say ""
+  say "$(grep -E '^(devices|step [0-9])|over$' "$OUT/gat-two-ranks.log" | sed 's/^/    /')"
+fi
 table "$OUT/lowbit.log" "Low-bit Module on the GPU (benchmarks/lowbit.py --device cuda)"
 table "$OUT/gather.log" "Feature row gather (benchmarks/gather.py)"
 table "$OUT/gpu-epoch.log" "Training epochs, ours beside PyG (benchmarks/gpu_epoch.py)"
