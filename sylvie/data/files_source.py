@@ -27,11 +27,13 @@ def load_files(name: str, options) -> Graph:
                      node_keys=keys, info={"edges": str(options.edges), "node_table": str(options.node_table)})
 
 
-def input_paths(options) -> tuple[str, ...]:
-    """The files and folders the dataset is read from."""
+def input_paths(options) -> dict[str, str]:
+    """The files and folders the dataset is read from, by the key that gives each (``edges``,
+    ``node_tables.paper``, ``relations[0].edges``)."""
     if options.node_tables:
-        return tuple(options.node_tables.values()) + tuple(r["edges"] for r in options.relations or ())
-    return tuple(p for p in (options.edges, options.node_table, options.features_file) if p)
+        return {**{f"node_tables.{t}": p for t, p in options.node_tables.items()},
+                **{f"relations[{i}].edges": r["edges"] for i, r in enumerate(options.relations or ())}}
+    return {k: getattr(options, k) for k in ("edges", "node_table", "features_file") if getattr(options, k)}
 
 
 def count_nodes(options) -> int:

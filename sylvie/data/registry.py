@@ -185,8 +185,8 @@ def _dgl_count(options) -> int:
 def raw_inputs(name: str, options) -> tuple[str, ...]:
     """The folders a dataset is read from (never an output location)."""
     source = source_of(name, options.source)
-    return {"planetoid": (options.raw_dir,), "ogb": (options.root,), "files": files_source.input_paths(options),
-            "dgl": (options.graph_file,)}.get(source, ())
+    return {"planetoid": (options.raw_dir,), "ogb": (options.root,)}.get(source) or \
+        tuple(given_inputs(name, options).values())
 
 
 def given_inputs(name: str, options) -> dict[str, str]:
@@ -196,12 +196,7 @@ def given_inputs(name: str, options) -> dict[str, str]:
     source = source_of(name, options.source)
     if source == "dgl":
         return {"graph_file": options.graph_file} if options.graph_file else {}
-    if source != "files":
-        return {}
-    if options.node_tables:
-        return {**{f"node_tables.{t}": p for t, p in options.node_tables.items()},
-                **{f"relations[{i}].edges": r["edges"] for i, r in enumerate(options.relations or ())}}
-    return {k: getattr(options, k) for k in ("edges", "node_table", "features_file") if getattr(options, k)}
+    return files_source.input_paths(options) if source == "files" else {}
 
 
 def given_files(name: str, options) -> tuple[str, ...]:
