@@ -19,10 +19,10 @@ import numpy as np
 import torch
 
 from sylvie.comm.collective import all_reduce_sum_together
-from sylvie.comm.gather_cpu import put_rows
 from sylvie.comm.lowbit.format import FULL_PRECISION
 from sylvie.comm.remote_rows import RemoteRows
 from sylvie.comm.stats import CommStats
+from sylvie.features.batch_rows import PendingRows, gather_once
 from sylvie.features.host_memory import huge_page_table
 from sylvie.features.store import FeatureStore, check_store_options
 
@@ -131,25 +131,26 @@ class RankFeatures:
     def dim(self) -> int:
         return self.store.dim
 
-    def gather(self, ids: torch.Tensor, key: tuple[int, ...] | None = None) -> tuple[torch.Tensor, GatherCounts]:
-        """The rows of ``ids`` in that order, on the training device, and how many came from own rows, the cache
-        and the owners; ``key`` names the random stream of Low-bit remote rows (``RemoteRows.fetch``)."""
+    def fetch(self, ids: torch.Tensor, key: tuple[int, ...] | None = None) -> PendingRows:
+        """Where the rows of ``ids`` are: the table positions of those held, the others fetched from their owners
+        (collective); ``key`` names the random stream of Low-bit remote rows (``RemoteRows.fetch``). The rows reach
+        the device through ``batch_rows.BatchRows`` (a minibatch's buffer) or ``gather``."""
         t0 = time.perf_counter()
         ids = ids.to(torch.long)
         slots = self.slot[ids].to(torch.long)
         held = slots >= 0
         held_at, missing_at = held.nonzero().squeeze(1), (~held).nonzero().squeeze(1)
         held_slots = slots[held_at]
-        # every row is written once, where it belongs: own and cached rows from the table, then the fetched ones
-        rows = torch.empty(ids.shape[0], self.dim, dtype=self.table.dtype, device=self.store.device)
-        self.store.gather_into(held_slots, rows, held_at)
         got, order = self.remote.fetch_unordered(ids[missing_at], key)
-        if rows.device.type == "cpu":
-            put_rows(got.to(rows.dtype).contiguous().numpy(), rows.numpy(), missing_at[order].numpy())
-        else:
-            rows[missing_at[order].to(rows.device)] = got.to(rows.device)
         own = int((held_slots < self.num_own).sum())
-        counts = GatherCounts(own, held_at.numel() - own, missing_at.numel())
-        self.rows.add(counts)
+        self.rows.add(GatherCounts(own, held_at.numel() - own, missing_at.numel()))
         self.seconds += time.perf_counter() - t0
-        return rows, counts
+        return PendingRows(ids.shape[0], held_slots, held_at, got, missing_at[order])
+
+    def gather(self, ids: torch.Tensor, key: tuple[int, ...] | None = None) -> tuple[torch.Tensor, GatherCounts]:
+        """The rows of ``ids`` in that order, on the training device, and how many came from own rows, the cache
+        and the owners; ``key`` as ``fetch``'s."""
+        before = GatherCounts(self.rows.local, self.rows.cached, self.rows.remote)
+        rows = gather_once(self, self.fetch(ids, key))
+        return rows, GatherCounts(self.rows.local - before.local, self.rows.cached - before.cached,
+                                  self.rows.remote - before.remote)

@@ -16,6 +16,11 @@ Tiers, fastest first:
 training device, bitwise the same whatever the tiers; bytes served per tier are counted. On a GPU the gather runs on
 a CUDA stream of its own and is complete when it returns (the sampling thread calls it, so it overlaps the training
 step on the default stream).
+
+A sampled minibatch's rows take the store's tiers apart (``features.batch_rows``): ``served_by`` says which of its
+rows each way serves; the CPU gathers its share into the minibatch's host buffer (``gather_into`` with a host
+``out``), and after the buffer's one copy the GPU gathers the rest on the caller's stream (``gather_resident``,
+``gather_mapped``), without waiting.
 """
 from __future__ import annotations
 
@@ -74,11 +79,43 @@ class FeatureStore:
         if slots.numel() and (int(slots.min()) < 0 or int(slots.max()) >= self.num_rows):
             bad = int(slots.min()) if int(slots.min()) < 0 else int(slots.max())
             raise IndexError(f"row {bad} is out of range for a feature store of {self.num_rows} rows")
-        if self.device.type != "cuda":
+        if out.device.type == "cpu":  # the CPU gathers (from the whole table, which the host holds)
             self.bytes_served["host"] += slots.numel() * self.row_bytes
             gather_rows_at(self.table.numpy(), slots.numpy(), out.numpy(), at.numpy())
         else:
             out[at.to(self.device)] = self._gather_gpu(slots)
+
+    def served_by(self, slots: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Which of table positions ``slots`` (on the host) each way serves, as masks: (the CPU's gather, the GPU's
+        device tier, the GPU's zero-copy reads of the host tier). Without a GPU, the CPU serves every row."""
+        if self.device.type != "cuda":
+            every = torch.ones(slots.shape, dtype=torch.bool)
+            return every, ~every, ~every
+        resident = slots < self.num_device
+        host = ~resident
+        return (torch.zeros_like(resident), resident, host) if self.zero_copy else \
+            (host, resident, torch.zeros_like(resident))
+
+    def gather_resident(self, slots: torch.Tensor, out: torch.Tensor, at: torch.Tensor) -> None:
+        """``out[at] = `` the device tier's rows at table positions ``slots`` (all on the device), on the current
+        stream."""
+        self.bytes_served["device"] += slots.numel() * self.row_bytes
+        if slots.numel():
+            out.index_copy_(0, at, self.device_rows.index_select(0, slots))
+
+    def gather_mapped(self, slots: torch.Tensor, out: torch.Tensor, at: torch.Tensor) -> None:
+        """``out[at] = `` the host tier's rows at table positions ``slots`` (all on the device), read zero-copy by
+        GPU threads, on the current stream."""
+        self.bytes_served["host"] += slots.numel() * self.row_bytes
+        if not slots.numel():
+            return
+        from sylvie.features.gather_cuda import launch_gather
+
+        cuda = self._cuda
+        rows = torch.empty((slots.numel(), self.dim), dtype=self.table.dtype, device=self.device)
+        launch_gather(self.mapped, cuda.as_cuda_array(slots - self.num_device), cuda.as_cuda_array(rows),
+                      aligned=True, stream=cuda.external_stream(torch.cuda.current_stream(self.device).cuda_stream))
+        out.index_copy_(0, at, rows)
 
     def _gather_gpu(self, slots: torch.Tensor) -> torch.Tensor:
         with torch.cuda.stream(self.stream):

@@ -19,7 +19,9 @@ import torch
 
 from sylvie.comm.collective import all_reduce_sum_together
 from sylvie.comm.lowbit.format import FULL_PRECISION
+from sylvie.features.batch_rows import BatchRows, PendingRows
 from sylvie.features.rank_features import FetchEpoch, GatherCounts, RankFeatures
+from sylvie.sampling.batch_transfer import Layout
 
 
 class TypeSpaces:
@@ -81,6 +83,19 @@ class TypedRankFeatures:
             own += s.account(device)
         all_reduce_sum_together([own, *extra])
         return FetchEpoch.of(own, sum(s.seconds for s in self._present))
+
+    def fetch(self, ids: Sequence[torch.Tensor], key: tuple[int, ...] | None = None) -> list[PendingRows | None]:
+        """Per node type t ``RankFeatures.fetch`` of ``ids[t]`` (partition ids; None for a type without features),
+        collective: every type, in type order."""
+        return [None if store is None else
+                store.fetch(torch.from_numpy(self.spaces.type_ids(ids[t].numpy(), t)),
+                            key if t == 0 or key is None else (*key, t))
+                for t, store in enumerate(self.stores)]
+
+    def batch_rows(self, pending: Sequence[PendingRows | None], layout: Layout) -> list[BatchRows | None]:
+        """Each type's ``pending`` rows laid out in a minibatch's ``layout``."""
+        return [None if p is None else BatchRows(store, p, layout) for store, p in zip(self.stores, pending,
+                                                                                        strict=True)]
 
     def gather(self, ids: Sequence[torch.Tensor], key: tuple[int, ...] | None = None) \
             -> tuple[list[torch.Tensor | None], GatherCounts]:

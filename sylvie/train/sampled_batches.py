@@ -1,6 +1,8 @@
 """The sampled trainer's minibatches, made ready for the model in the sampling thread: each batch's blocks are
-sampled (``NeighborSampler``) and the rows of its input vertices gathered (``RankFeatures``: own rows, cached
-rows, rows fetched from their owners). A ``PreparedBatch`` is what the model step takes."""
+sampled (``NeighborSampler``), the rows of its input vertices found (``TypedRankFeatures.fetch``: own rows, cached
+rows, rows fetched from their owners), and everything the device needs (blocks, the seeds' labels, the input rows
+or where the GPU reads them) laid out in one buffer and sent in one copy (``sylvie.sampling.batch_transfer``). A
+``PreparedBatch`` is what the model step takes."""
 from __future__ import annotations
 
 import time
@@ -11,24 +13,39 @@ import numpy as np
 import torch
 
 from sylvie.features.typed_features import TypedRankFeatures
-from sylvie.sampling.neighbor_sampler import Minibatch, NeighborSampler
+from sylvie.sampling.batch_transfer import BatchTransfer, Layout
+from sylvie.sampling.neighbor_sampler import NeighborSampler
+from sylvie.sampling.packed_blocks import PackedBlocks
 
 
 @dataclass(frozen=True)
 class PreparedBatch:
-    """Minibatch ``index`` of an epoch: its blocks and seeds (``minibatch``) and its input rows ``x``, per node type
-    (one row per ``minibatch.input_nodes`` of the type, on the training device)."""
+    """Minibatch ``index`` of an epoch: its seeds and input vertices (``input_nodes``, type by type) on the host;
+    on the training device, views of the batch's one copied buffer: its ``blocks``, the seeds' ``labels`` and its
+    input rows ``x`` per node type (None for a type without features). ``ready``: the event the training's stream
+    waits for before it uses them (a GPU's; ``batch_transfer.wait``)."""
     index: int
-    minibatch: Minibatch
-    x: list[torch.Tensor]
+    seeds: torch.Tensor
+    input_nodes: torch.Tensor
+    blocks: list
+    labels: torch.Tensor
+    x: list[torch.Tensor | None]
+    ready: object = None
+
+    def input_counts(self) -> tuple[int, ...]:
+        first = self.blocks[0]
+        return tuple(first.num_src) if isinstance(first.num_src, tuple) else (first.num_src,)
 
 
 class BatchPreparer:
-    """Makes minibatches of ``sampler`` ready with the rows of ``features``. The features keep the account of
-    fetching; this keeps the time spent sampling (``sample_seconds``, from ``begin_epoch``)."""
+    """Makes minibatches of ``sampler`` ready with the rows of ``features`` and the ``labels`` of the rank's own
+    vertices (from ``first_id``), through ``transfer``. The features keep the account of fetching; this keeps the
+    time spent sampling (``sample_seconds``, from ``begin_epoch``)."""
 
-    def __init__(self, sampler: NeighborSampler, features: TypedRankFeatures):
-        self.sampler, self.features = sampler, features
+    def __init__(self, sampler: NeighborSampler, features: TypedRankFeatures, labels: torch.Tensor, first_id: int,
+                 transfer: BatchTransfer):
+        self.sampler, self.features, self.transfer = sampler, features, transfer
+        self.labels, self.first_id = labels, first_id
         self.sample_seconds = 0.0
 
     def begin_epoch(self) -> None:
@@ -41,6 +58,21 @@ class BatchPreparer:
             t0 = time.perf_counter()
             mb = self.sampler.sample(seeds[i], epoch, i)
             self.sample_seconds += time.perf_counter() - t0
-            x, _ = self.features.gather(torch.split(mb.input_nodes, list(mb.input_counts())), key=(epoch, i))
-            return PreparedBatch(i, mb, x)
+            pending = self.features.fetch(torch.split(mb.input_nodes, list(mb.input_counts())), key=(epoch, i))
+            layout = Layout()
+            blocks = PackedBlocks(mb.blocks, layout)
+            labels = layout.add(self.labels.dtype, tuple(mb.seeds.shape))
+            rows = self.features.batch_rows(pending, layout)
+            k, host = self.transfer.host_buffer(layout.nbytes)
+            views = layout.views(host)
+            blocks.write(views)
+            torch.index_select(self.labels, 0, mb.seeds - self.first_id, out=views[labels])
+            for r in rows:
+                if r is not None:
+                    r.write(views)
+            views = layout.views(self.transfer.send(k, host))
+            with self.transfer.on_device():
+                x = [None if r is None else r.finish(views, self.transfer.hand_over) for r in rows]
+            return PreparedBatch(i, mb.seeds, mb.input_nodes, blocks.unpack(views), views[labels], x,
+                                 self.transfer.ready())
         return produce

@@ -43,6 +43,7 @@ from sylvie.runtime.partitioned_rows import PartitionedWeights
 from sylvie.runtime.process_group import Context, sum_over_ranks
 from sylvie.runtime.rank_graph import RankGraph, accuracies
 from sylvie.runtime.typed_rank_graph import TypedRankGraph, check_typed, embedding_ids, partitioned_embeddings
+from sylvie.sampling.batch_transfer import BatchTransfer, wait
 from sylvie.sampling.fanouts import resolve_fanouts
 from sylvie.sampling.neighbor_sampler import (
     NeighborSampler,
@@ -127,7 +128,9 @@ class SampledTrainer:
                                              dtype=torch.float64), ctx.device)
         self.cache_rows, self.setup_bytes = int(totals[0]), self.graph.setup_bytes + int(totals[1])
         self.labels = torch.tensor(shard.label)
-        self.preparer = BatchPreparer(self.sampler, self.features)
+        # at most prefetch + 1 batches are alive (sampling/pipeline.py); one buffer more, so none is written in use
+        self.preparer = BatchPreparer(self.sampler, self.features, self.labels, self.first_id,
+                                      BatchTransfer(ctx.device, sampling.prefetch + 2))
         torch.manual_seed(seed)  # identical initial weights on every rank
         partitioned, self.embedded = {}, {}
         if self.typed:  # a type without features: an embedding table partitioned with its nodes, pulled and pushed
@@ -166,18 +169,18 @@ class SampledTrainer:
 
     def _train_batch(self, epoch: int, batch: PreparedBatch) -> float:
         """One optimisation step on ``batch``; the loss summed over all ranks' seeds of that step."""
-        dev, mb = self.ctx.device, batch.minibatch
         pulled = {}  # a type without features: (its input ids in the type's space, the rows pulled for them)
         if self.embedded:
-            inputs = torch.split(mb.input_nodes, list(mb.input_counts()))
+            inputs = torch.split(batch.input_nodes, list(batch.input_counts()))
             for t, rows in self.embedded.items():
                 ids = torch.from_numpy(self.spaces.type_ids(inputs[t].numpy(), t))
                 pulled[t] = (ids, rows.pull(ids))
 
+        wait(batch.ready)  # the batch's copy (and the rows the GPU gathered for it) is done
+
         def forward():
-            xs = [pulled[t][1] if t in pulled else x.to(dev) for t, x in enumerate(batch.x)]
-            logits = self.model([b.to(dev) for b in mb.blocks], xs if self.typed else xs[0])
-            return logits, self.labels[mb.seeds - self.first_id].to(dev)
+            xs = [pulled[t][1] if t in pulled else x for t, x in enumerate(batch.x)]
+            return self.model(batch.blocks, xs if self.typed else xs[0]), batch.labels
 
         def push():  # the pulled rows' gradients to their owners, into their tables' gradients
             for t, (ids, rows) in pulled.items():
