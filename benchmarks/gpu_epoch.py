@@ -14,13 +14,16 @@ Full-graph: one training step over the whole graph (forward, backward, Adam): ou
 on ``edge_index`` and on ``adj_t``, each built once outside the timing as our block is (GCNConv with ``cached=True``:
 its normalisation computed once, as ours is kept with the block).
 Sampled: one pass over the training vertices in minibatches, each sampled on the CPU (our counter-based sampler,
-``sylvie.sampling``), its input rows gathered on the host and copied over, one step: ours on the sampler's blocks;
-PyG's with its ``NeighborLoader`` where the machine has the sampling library it needs (pyg-lib or torch-sparse),
-else PyG's layers on our sampler's minibatches (the same blocks as ``edge_index``; said under the table). PyG CSR
-takes each of our blocks as a (destinations x sources) sparse CSR ``adj_t`` from the block's own CSR arrays (no
-sort; GCN's square over the sources, as its scatter path), converted inside the timed step. Sampling
-is serial in both (no prefetching threads or loader workers). Each figure is the median of the timed epochs, after
-an untimed warm-up (compilation, cuSPARSE and allocator set-up).
+``sylvie.sampling``), one step each. Ours as the sampled trainer runs it: in its sampling thread, ``--prefetch``
+minibatches ahead, each minibatch's blocks, labels and input rows (a one-rank feature store with the trainer's
+defaults: on a GPU its rows read zero-copy from pinned memory) in one buffer sent in one copy
+(``sylvie.train.sampled_batches``). PyG's with its ``NeighborLoader`` where the machine has the sampling library it
+needs (pyg-lib or torch-sparse), else PyG's layers on our sampler's minibatches, sampled in line, their rows gathered
+on the host and copied over (the same blocks as ``edge_index``; said under the table). PyG CSR takes each of our
+blocks as a (destinations x sources) sparse CSR ``adj_t`` from the block's own CSR arrays (no sort; GCN's square over
+the sources, as its scatter path), converted inside the timed step. Each figure is the median of the timed epochs,
+after an untimed warm-up (compilation, cuSPARSE and allocator set-up). With ``--profile`` on a GPU, the profiler
+also counts the host-to-device copies a sampled minibatch takes, ours and PyG's.
 """
 import argparse
 import statistics
@@ -35,9 +38,13 @@ from common import publish
 
 from sylvie.config import section
 from sylvie.data.registry import load
+from sylvie.features.typed_features import TypedRankFeatures, TypeSpaces
 from sylvie.models import GNN
 from sylvie.models.blocks import whole_graph_block
+from sylvie.sampling.batch_transfer import BatchTransfer, wait
 from sylvie.sampling.neighbor_sampler import NeighborSampler
+from sylvie.sampling.pipeline import SamplingPipeline
+from sylvie.train.sampled_batches import BatchPreparer
 
 
 def pyg_status() -> tuple[object, str]:
@@ -132,8 +139,9 @@ def train_step(model, opt, forward, labels) -> None:
     opt.step()
 
 
-def profile(title: str, fn, device) -> None:
-    """PyTorch's profiler over ``fn()``: the operations that took the most time, CPU and GPU (--profile)."""
+def profile(title: str, fn, device) -> int:
+    """PyTorch's profiler over ``fn()``: the operations that took the most time, CPU and GPU (--profile); returns
+    the host-to-device copies it saw (0 on the CPU)."""
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile as torch_profile
 
@@ -146,6 +154,7 @@ def profile(title: str, fn, device) -> None:
                 else ("self_cpu_time_total",)):
         print(f"profile of {title}, by {key}:\n"
               f"{prof.key_averages().table(sort_by=key, row_limit=14, max_name_column_width=48)}", flush=True)
+    return sum(1 for e in prof.events() if "HtoD" in e.name or "Memcpy HtoD" in e.name)
 
 
 def in_edges(src: np.ndarray, dst: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -230,29 +239,32 @@ def measure_sampled(s: Setting, pyg) -> dict:
         return seeds[epoch]
 
     ours, ours_opt = s.ours()
-
-    def ours_step(blocks, xb, yb):
-        train_step(ours, ours_opt, lambda: ours(blocks, xb), yb)
+    n = s.g.num_nodes  # one rank: every row its own, in id order, the trainer's feature store defaults
+    features = TypedRankFeatures(0, TypeSpaces([0, n], [[n]]), [s.x_host.numpy()], [np.arange(n)],
+                                 [np.zeros(0, np.int64)], all_to_all=None, device=dev)
+    preparer = BatchPreparer(sampler, features, s.y_host, 0, BatchTransfer(dev, args.prefetch + 2))
+    pipeline = SamplingPipeline(args.prefetch, timeout=None)
 
     def ours_epoch(epoch, n=batches):
-        took = 0.0
-        for i in range(n):
-            t0 = time.perf_counter()
-            mb = sampler.sample(seeds_of(epoch)[i], epoch, i)
-            took += time.perf_counter() - t0
-            ours_step([b.to(dev) for b in mb.blocks], s.x_host[mb.input_nodes].to(dev), s.y_host[mb.seeds].to(dev))
-        sampling.append(took)
+        preparer.begin_epoch()
+        for batch in pipeline.map(preparer.producer(epoch, seeds_of(epoch)), n):
+            wait(batch.ready)
+            train_step(ours, ours_opt, lambda b=batch: ours(b.blocks, b.x[0]), batch.labels)
+        sampling.append(preparer.sample_seconds)
 
     methods = {"ours": ours_epoch}
     if pyg is not None:
         methods["pyg"] = pyg_sampled_epoch(s, sampler, seeds_of, batches)
         methods["pyg_csr"] = pyg_sampled_epoch(s, sampler, seeds_of, batches, csr=True)
     times = interleaved(methods, args.sampled_epochs, dev, warm_up=lambda fn: fn(0, n=min(3, batches)))
+    copies = {}
     if args.profile:
         for name, fn in methods.items():
-            profile(f"{s.arch}, sampled, {name}: 3 minibatches", lambda fn=fn: fn(0, n=min(3, batches)), dev)
+            copies[name] = profile(f"{s.arch}, sampled, {name}: 3 minibatches", lambda fn=fn: fn(0, n=min(3, batches)),
+                                   dev) / min(3, batches)
+    pipeline.close()
     return {**{k: statistics.median(v) for k, v in times.items()}, "sampling": statistics.median(sampling[1:]),
-            "batches": batches}
+            "batches": batches, "copies": copies}
 
 
 def pyg_sampled_epoch(s: Setting, sampler, seeds_of, batches: int, csr: bool = False):
@@ -313,6 +325,8 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=5, help="timed full-graph epochs (after one warm-up)")
     ap.add_argument("--sampled-epochs", type=int, default=1, help="timed sampled epochs (after a warm-up)")
     ap.add_argument("--max-batches", type=int, default=0, help="at most this many minibatches a sampled epoch")
+    ap.add_argument("--prefetch", type=int, default=2, help="our sampled epoch's minibatches prepared ahead "
+                    "(the trainer's sampling.prefetch; default 2)")
     ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     ap.add_argument("--profile", action="store_true", help="after the timings, PyTorch's profiler over 3 sampled "
                     "minibatches of each implementation: the operations that took the most time")
@@ -335,7 +349,7 @@ def main() -> None:
     print(f"graph: {g.num_nodes:,} nodes, {len(g.src):,} directed edges, {g.features.shape[1]} features, "
           f"{g.num_classes} classes, {int(g.train_mask.sum()):,} training nodes ({time.perf_counter() - t0:.1f} s)",
           flush=True)
-    rows = []
+    rows, copy_counts = [], []
     for arch in args.archs:
         setting = Setting(arch, g, args, device, topology)
         full = measure_full(setting, pyg)
@@ -344,6 +358,8 @@ def main() -> None:
         sampled = measure_sampled(setting, pyg)
         print(f"{arch}: full graph {full}, sampled {sampled}", flush=True)
         name = {"sage": "GraphSAGE (mean)", "gcn": "GCN"}[arch]
+        if sampled["copies"] and device.type == "cuda":
+            copy_counts.append(f"{name} " + ", ".join(f"{k} {v:.1f}" for k, v in sampled["copies"].items()))
         for t in (full, sampled):
             ours, scatter, csr = t["ours"], t.get("pyg"), t.get("pyg_csr")
             what = f"sampled ({t['batches']} minibatches)" if t is sampled else "full graph"
@@ -357,10 +373,13 @@ def main() -> None:
     lines = [f"One training epoch on {where}: products-like graph ({g.num_nodes:,} nodes, {len(g.src):,} directed "
              f"edges, {g.features.shape[1]} features, {g.num_classes} classes), {args.layers} layers x {args.hidden} "
              f"hidden, dropout {args.dropout}, Adam; sampled: fanouts {args.fanouts} (input layer first), batch "
-             f"{args.batch_size}, sampling serial. Seconds per epoch, medians of {args.epochs} full-graph and "
-             f"{args.sampled_epochs} sampled epoch(s) after a warm-up.", "",
-             "| model | epoch | ours s | of which sampling s | PyG scatter s | PyG CSR s | ours / PyG's best |",
+             f"{args.batch_size}; ours prepared {args.prefetch} ahead in one copy each, PyG's in line. Seconds per "
+             f"epoch, medians of {args.epochs} full-graph and {args.sampled_epochs} sampled epoch(s) after a warm-up.",
+             "", "| model | epoch | ours s | of which sampling s | PyG scatter s | PyG CSR s | ours / PyG's best |",
              "| --- | --- | --- | --- | --- | --- | --- |", *rows, "", pyg_line + "."]
+    if copy_counts:
+        lines.append("Host-to-device copies a sampled minibatch (PyTorch's profiler, 3 minibatches): "
+                     + "; ".join(copy_counts) + ".")
     publish("\n".join(lines), args.write, f"{device.type}-epoch-table")
 
 

@@ -174,7 +174,7 @@ table() {  # LOG TITLE: the Markdown tables a benchmark printed (lines starting 
   say "## $2"
   say ""
   say "$(grep -vE '^== ' "$1" | awk '/^\|/ {print; table=1; next} table && NF==0 {print; table=0; next}
-    /^(Low-bit|CPU,|GPU|One training|Feature store|N = |PyG|Measured|No GPU|graph:)/ {print}')"
+    /^(Low-bit|CPU,|GPU|One training|Feature store|N = |PyG|Measured|No GPU|graph:|Host-to-device)/ {print}')"
 }
 if [ -f "$OUT/gat-two-ranks.log" ]; then  # its per-step lines: the weights' agreement and every error over its bound
   say ""
