@@ -6,7 +6,20 @@ alias of ``vstack``, deprecated since numpy 2.0), so with numpy >= 2.5 every fir
 ``AttributeError: module 'numpy' has no attribute 'row_stack'`` (seen on the GPU machine: numpy 2.5.2, numba 0.68,
 numba-cuda's kernels, every one of them). Where numpy lacks the name, it is given back here as a function of its
 own that stacks as ``vstack`` does, before numba-cuda is imported; where numpy has it, nothing changes.
+
+Warp intrinsics in the CUDA simulator. numba-cuda's simulator (``NUMBA_ENABLE_CUDASIM=1``; 0.30.4 and earlier)
+has no ``shfl_sync``, ``shfl_up_sync``, ``shfl_down_sync``, ``shfl_xor_sync``, ``ballot_sync``, ``any_sync``,
+``all_sync`` nor ``eq_sync``: a kernel that calls one fails there with ``AttributeError``. Our warp-level kernels
+(the Low-bit Module's, the zero-copy gather) use them, so under the simulator they are added here, with the
+semantics CUDA documents: PTX ``shfl.sync`` with c = 31 (``shfl_up_sync``'s source below lane 0 and
+``shfl_down_sync``'s above lane 31 give the lane its own value), ``vote.sync.ballot`` with lane j's predicate in
+bit j, ``vote.sync.any``, ``.all`` and ``.uni``. The simulator runs every thread of a block as a Python thread, so
+the lanes named in the mask meet at an exchange, each leaving its value, and each reads its source lane's. Stricter
+than a GPU, where these are undefined: a lane outside the mask, a source lane outside it, or a lane of the mask that
+exits before the call, raises.
 """
+import threading
+
 import numpy as np
 
 if "row_stack" not in vars(np):
@@ -16,6 +29,127 @@ if "row_stack" not in vars(np):
 
     np.row_stack = row_stack
 
+from numba import config as _numba_config  # noqa: E402
 from numba import cuda  # noqa: E402
 
 __all__ = ["cuda"]
+
+_FULL = 0xFFFFFFFF
+_WARP = 32
+
+
+class _WarpExchange:
+    """One rendezvous of the lanes of a mask in one warp of one block, reused call after call."""
+
+    def __init__(self, block: tuple, warp: int, lanes: tuple[int, ...]):
+        self.block, self.warp, self.lanes = block, warp, lanes
+        self.cond = threading.Condition()
+        self.slots: dict[int, object] = {}
+        self.generation = 0
+        self.snapshot: dict[int, object] = {}
+
+    def _lanes_alive(self) -> int:
+        """The mask's lanes whose simulator threads are running (every thread of a block starts at once)."""
+        return sum(1 for t in threading.enumerate() if getattr(t, "blockIdx", None) is not None
+                   and tuple(t.blockIdx) == self.block and t.thread_id // _WARP == self.warp
+                   and t.thread_id % _WARP in self.lanes)
+
+    def values(self, lane: int, value) -> dict[int, object]:
+        """Every lane's value at this call (blocks until all the mask's lanes have made it)."""
+        with self.cond:
+            self.slots[lane] = value
+            generation = self.generation
+            if len(self.slots) == len(self.lanes):
+                self.snapshot, self.slots = self.slots, {}
+                self.generation += 1
+                self.cond.notify_all()
+                return self.snapshot
+            waits = 0
+            while self.generation == generation:
+                self.cond.wait(0.25)
+                waits += 1
+                if self.generation == generation and waits % 4 == 0 and self._lanes_alive() < len(self.lanes):
+                    missing = sorted(set(self.lanes) - set(self.slots))
+                    raise RuntimeError(f"warp intrinsic: lanes {missing} of the mask exited before it (undefined on "
+                                       f"a GPU)")
+            return self.snapshot  # nobody can start the next exchange before this lane has read this one
+
+
+_exchanges_lock = threading.Lock()
+
+
+def _exchange(module, mask: int, value):
+    """(this lane, every lane's value at this call) for the calling simulator thread."""
+    me = threading.current_thread()
+    lane, warp = me.thread_id % _WARP, me.thread_id // _WARP
+    mask &= _FULL
+    if not (mask >> lane) & 1:
+        raise RuntimeError(f"warp intrinsic: lane {lane} calls it with mask {mask:#010x}, which leaves it out")
+    key = (tuple(me.blockIdx), warp, mask)
+    with _exchanges_lock:
+        exchanges = module.__dict__.setdefault("_sylvie_warp_exchanges", {})
+        exchange = exchanges.get(key)
+        if exchange is None:
+            exchange = exchanges[key] = _WarpExchange(key[0], warp, tuple(j for j in range(_WARP) if (mask >> j) & 1))
+    return lane, exchange.values(lane, value)
+
+
+def _shuffle(module, mask, value, source: int, lane: int, values):
+    if source not in values:
+        raise RuntimeError(f"warp intrinsic: lane {lane} reads lane {source}, outside the mask {mask & _FULL:#010x}")
+    return values[source]
+
+
+def _shfl_sync(self, mask, value, src_lane):
+    lane, values = _exchange(self, mask, value)
+    return _shuffle(self, mask, value, int(src_lane) & 31, lane, values)
+
+
+def _shfl_up_sync(self, mask, value, delta):
+    lane, values = _exchange(self, mask, value)
+    source = lane - int(delta)
+    return value if source < 0 else _shuffle(self, mask, value, source, lane, values)
+
+
+def _shfl_down_sync(self, mask, value, delta):
+    lane, values = _exchange(self, mask, value)
+    source = lane + int(delta)
+    return value if source > 31 else _shuffle(self, mask, value, source, lane, values)
+
+
+def _shfl_xor_sync(self, mask, value, lane_mask):
+    lane, values = _exchange(self, mask, value)
+    return _shuffle(self, mask, value, (lane ^ int(lane_mask)) & 31, lane, values)
+
+
+def _ballot_sync(self, mask, predicate):
+    """int32, as numba-cuda's ``ballot_sync`` returns: bit j set where lane j of the mask has a true predicate."""
+    _, values = _exchange(self, mask, bool(predicate))
+    word = sum(1 << j for j, p in values.items() if p)
+    return np.int32(np.uint32(word).view(np.int32))
+
+
+def _any_sync(self, mask, predicate):
+    _, values = _exchange(self, mask, bool(predicate))
+    return any(values.values())
+
+
+def _all_sync(self, mask, predicate):
+    _, values = _exchange(self, mask, bool(predicate))
+    return all(values.values())
+
+
+def _eq_sync(self, mask, predicate):
+    _, values = _exchange(self, mask, bool(predicate))
+    return len(set(values.values())) == 1
+
+
+if _numba_config.ENABLE_CUDASIM:
+    from numba.cuda.simulator.kernelapi import FakeCUDAModule
+
+    for _name, _function in (("shfl_sync", _shfl_sync), ("shfl_up_sync", _shfl_up_sync),
+                             ("shfl_down_sync", _shfl_down_sync), ("shfl_xor_sync", _shfl_xor_sync),
+                             ("ballot_sync", _ballot_sync), ("any_sync", _any_sync), ("all_sync", _all_sync),
+                             ("eq_sync", _eq_sync)):
+        if not hasattr(FakeCUDAModule, _name):
+            setattr(FakeCUDAModule, _name, _function)
