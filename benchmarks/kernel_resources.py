@@ -4,16 +4,20 @@
     python benchmarks/kernel_resources.py --write benchmarks/README.md
     make kernel-resources
 
-Each kernel (the Low-bit Module's encode and decode, ``sylvie/comm/lowbit/cuda.py``; the zero-copy gather, aligned
-and unaligned, ``sylvie/features/gather_cuda.py``) is compiled to PTX by numba-cuda (libNVVM) with the argument
-types its launch site passes, then assembled by ``ptxas -v`` for the target architecture, whose report gives per
-kernel: registers a thread, static shared memory, stack frame, spill stores and loads, and the named barriers
-used. The PTX itself gives the number of ``bar.sync`` instructions (``cuda.syncthreads()``) in the kernel.
+Each kernel (the Low-bit Module's encode, one per bit width, and decode, ``sylvie/comm/lowbit/cuda.py``; the
+zero-copy gather on each unit it copies rows in, ``sylvie/features/gather_cuda.py``) is compiled to PTX by
+numba-cuda (libNVVM) with the argument types its launch site passes, then assembled by ``ptxas -v`` for the target
+architecture, whose report gives per kernel: registers a thread, static shared memory, stack frame, spill stores
+and loads, and the named barriers used. The PTX itself gives the number of ``bar.sync`` instructions
+(``cuda.syncthreads()``) in the kernel.
 
 The signatures are those of the launch sites: Low-bit's ``encode``/``decode`` (``sylvie/comm/lowbit/__init__.py``)
-pass contiguous torch tensors and Python ints; the bit width and the row width D are run-time arguments, so one
-compile covers every case, the 1-bit D = 256 one included. The feature store and ``benchmarks/gather.py`` launch the
-gather on a flat mapped table (fp32, or fp16), int64 indices and a contiguous 2-D output.
+pass contiguous torch tensors and Python ints; the encode kernel is compiled per bit width (a constant in it), the
+decode takes the bit width at run time, and the row width D is a run-time argument of both, so one compile covers
+every D, the 1-bit D = 256 case included. ``launch_gather`` (the feature store's and ``benchmarks/gather.py``'s) passes
+its kernel integer views of the flat table and of the output, in 16-, 8-, 4-, 2- or 1-byte units (the widest that
+the row's size and both addresses allow: 16 for 400-byte fp32 rows), int64 indices and the row's width in units,
+the table's misalignment, the segment in units and the lanes per row.
 
 A GPU's driver assembles the same PTX at the first launch with its own ptxas; its figures can differ from this
 ptxas' by a few registers where the versions differ. Needs libNVVM and ptxas: PyPI's ``nvidia-cuda-nvcc-cu12``
@@ -113,13 +117,18 @@ def kernels():
         return types.Array(dtype, ndim, "C")
 
     f32, i32, i64, u8 = arr(types.float32, 2), arr(types.int32, 2), arr(types.int64, 1), arr(types.uint8, 1)
-    yield ("Low-bit encode", "f32[n,D], i32[n,D], bits, 3 x i64[:], key i32, f32[n,D], u8[:], u8[n]",
-           lowbit._encode, (f32, i32, types.int64, i64, i64, i64, types.int32, f32, u8, u8))
+    for bits in (1, 2, 4, 8):
+        yield (f"Low-bit encode, {bits} bit{'s' if bits > 1 else ''}",
+               "f32[n,D], i32[n,D], 3 x i64[:], key i32, f32[n,D], u8[:], u8[n]",
+               lowbit.encode_kernel(bits), (f32, i32, i64, i64, i64, types.int32, f32, u8, u8))
     yield ("Low-bit decode", "u8[:], bits, 3 x i64[:], f32[n,D]", lowbit._decode, (u8, types.int64, i64, i64, i64, f32))
-    for name, dtype in (("f32", types.float32), ("f16", types.float16)):
-        sig = (arr(dtype, 1), i64, arr(dtype, 2), types.int64, types.int64)
-        for kernel, what in ((gather_cuda._gather_aligned, "aligned"), (gather_cuda._gather_unaligned, "unaligned")):
-            yield f"gather, {what}", f"{name}[:], i64[n], {name}[n,W], i64, i64", kernel, sig
+    units = (("16-byte", types.int64, gather_cuda._gather_wide), ("8-byte", types.int64, gather_cuda._gather_units),
+             ("4-byte", types.int32, gather_cuda._gather_units), ("2-byte", types.int16, gather_cuda._gather_units),
+             ("1-byte", types.uint8, gather_cuda._gather_units))
+    for what, dtype, kernel in units:
+        name = {"int64": "i64", "int32": "i32", "int16": "i16", "uint8": "u8"}[str(dtype)]
+        sig = (arr(dtype, 1), i64, arr(dtype, 1)) + (types.int64,) * 4
+        yield f"gather, {what} units", f"{name}[:], i64[n], {name}[:], width, shift, segment, group", kernel, sig
 
 
 def compile_ptx(dispatcher, sig, cc: tuple[int, int]) -> str:

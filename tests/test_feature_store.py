@@ -128,11 +128,15 @@ def _worker(name, env):
 
 @pytest.mark.slow
 def test_the_zero_copy_kernel_gathers_bitwise_under_the_simulator():
-    """fp32 rows of 100, 128 and 602 values and fp16 rows of 300; table bases 128-byte aligned and not; random,
-    repeated and empty index lists; the aligned and the unaligned kernel."""
+    """Tables of random bytes; every unit the launch picks (16, 8, 4, 2, 1 bytes), a warp per row (fp32 rows of 100,
+    128 and 602) and several rows a warp (fp32 rows of 3 and 16, fp16 rows of 7 and 8); table bases 128-byte aligned
+    and not, an output off a 16-byte boundary; random, repeated and empty index lists; aligned and unaligned."""
     r = _worker("gather_simulator_worker.py", {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"})
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "identical: 48 of 48" in r.stdout, r.stdout
+    assert "identical: 49 of 49" in r.stdout, r.stdout
+    for covered in ("16-byte units, 1 row(s) a warp", "16-byte units, 8 row(s) a warp", "8-byte units", "4-byte units",
+                    "2-byte units", "1-byte units", "32 row(s) a warp"):
+        assert covered in r.stdout, covered
 
 
 @pytest.mark.slow
@@ -141,4 +145,4 @@ def test_the_zero_copy_kernels_compile_for_a_real_gpu():
     if r.returncode == 3:
         pytest.skip(r.stdout.strip())
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "gather ptx: 4 kernels" in r.stdout
+    assert "gather ptx: 5 kernels" in r.stdout

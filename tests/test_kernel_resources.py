@@ -10,9 +10,11 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "benchmarks" / "kernel_resources.py"
-KERNELS = ("Low-bit encode", "Low-bit decode", "gather, aligned", "gather, unaligned")
+KERNELS = ("Low-bit encode, 1 bit", "Low-bit encode, 2 bits", "Low-bit encode, 4 bits", "Low-bit encode, 8 bits",
+           "Low-bit decode", "gather, 16-byte units", "gather, 8-byte units", "gather, 4-byte units",
+           "gather, 2-byte units", "gather, 1-byte units")
 
-# ptxas 12.9's report for today's Low-bit encode (sm_90), its mangled name shortened
+# ptxas 12.9's report for the Low-bit encode before issue 58's rewrite (sm_90), its mangled name shortened
 REPORT = """ptxas info    : 160 bytes gmem
 ptxas info    : Compiling entry function '_ZN6sylvie4comm6lowbit4cuda7_encodeE' for 'sm_90'
 ptxas info    : Function properties for _ZN6sylvie4comm6lowbit4cuda7_encodeE
@@ -76,8 +78,15 @@ def test_every_kernel_gets_its_register_count_for_sm_90():
     if r.returncode == 3:
         pytest.skip(r.stderr.strip())  # no ptxas or NVVM: the test extra's nvidia-cuda-nvcc-cu12 is not installed
     assert r.returncode == 0, r.stdout + r.stderr
-    rows = [line.split(" | ") for line in r.stdout.splitlines() if line.startswith(("| Low-bit", "| gather"))]
-    assert sorted({row[0].lstrip("| ") for row in rows}) == sorted(KERNELS)
-    assert len(rows) == 6  # the gather for fp32 and fp16 tables
-    for row in rows:
+    rows = {row[0].lstrip("| "): row for row in (line.split(" | ") for line in r.stdout.splitlines()
+                                                   if line.startswith(("| Low-bit", "| gather")))}
+    assert sorted(rows) == sorted(KERNELS)
+    for row in rows.values():
         assert 0 < int(row[2]) <= 255, row  # registers a thread
+    # issue 58's targets: every encode (the 1-bit one above all) and decode at most 32 registers, no spills, no shared
+    # memory and no syncthreads; the gather at most 32 registers (the aligned kernel's before), no spills
+    for name, row in rows.items():
+        registers, smem, spills, syncthreads = int(row[2]), row[3], row[5], int(row[7].rstrip(" |"))
+        assert registers <= 32 and spills == "0 / 0", row
+        if name.startswith("Low-bit"):
+            assert smem == "0" and syncthreads == 0, row

@@ -1,19 +1,29 @@
-"""Low-bit Module CUDA kernels: numba-cuda, one warp-wide team of threads per row.
+"""Low-bit Module CUDA kernels: numba-cuda, a warp per row.
 
 Same layout (``lowbit.format``) and the same scalar arithmetic (``lowbit.scalar``) as the CPU kernels, so
 the bytes are identical for the same random numbers. On a GPU the arguments are torch CUDA tensors, passed
 without copies through the CUDA array interface, and the kernels run on torch's current stream. Under
-``NUMBA_ENABLE_CUDASIM=1`` the same kernels run on the CPU with numpy arrays (for tests).
+``NUMBA_ENABLE_CUDASIM=1`` the same kernels run on the CPU with numpy arrays (for tests; the simulator's warp
+shuffles and votes are ``sylvie.numba_cuda``'s).
 
-Block = (32 threads per row) x (8 rows). A row's range is a shared-memory tree reduction over its
-32 threads of (order key, value) pairs; then each thread writes every 32nd code byte of the row.
+Block = (32 lanes per row) x (8 rows). Encode, one kernel per bit width (the width is a constant in it): each lane
+takes the order-key range (``scalar.order_key``) of every 32nd element of its row, and a butterfly of
+``shfl_xor_sync`` gives every lane the row's: no shared memory, no ``syncthreads``. Every lane then computes the
+row's grid; lane 0 writes the header. Codes go by warp steps, lane t quantizing element 32s + t at step s:
+
+- 1 bit: ``ballot_sync`` of the step's codes is a 32-bit word whose bit t is element 32s + t's, i.e. code bytes
+  4s..4s+3 in the CPU's little-endian bit order; lanes 0-3 write its 4 bytes, one each (a row's codes start at any
+  byte: rows are 5 + ceil(D / 8) bytes apart, so words are not written whole).
+- 2, 4, 8 bits: the lanes of one byte OR their shifted codes together by ``shfl_xor_sync`` and the first writes it.
+
+Each step loop ends on a warp vote (``any_sync``) rather than on a count, which keeps the compiler from unrolling it
+(unrolled, the encode held 40 registers). Decode: lane t decodes every 32nd element of the row from its code byte.
 """
 from __future__ import annotations
 
 from functools import lru_cache
 
 import numpy as np
-from numba import float32, int32
 
 from sylvie.comm.lowbit.scalar import (
     EXPONENT_FIELD_NONFINITE,
@@ -33,79 +43,96 @@ from sylvie.comm.lowbit.scalar import (
 )
 from sylvie.numba_cuda import cuda
 
-THREADS_PER_ROW = 32
+THREADS_PER_ROW = 32  # a warp per row
 ROWS_PER_BLOCK = 8
+FULL_MASK = 0xFFFFFFFF
 
 
-@cuda.jit
-def _encode(x, xbits, bits, dest_offset, dest_start, dest_rows, key, uniforms, out, bad):
-    tx = cuda.threadIdx.x
-    ty = cuda.threadIdx.y
-    i = cuda.blockIdx.x * ROWS_PER_BLOCK + ty
-    n = x.shape[0]
-    d = x.shape[1]
-    kmin_s = cuda.shared.array((ROWS_PER_BLOCK, THREADS_PER_ROW), int32)
-    kmax_s = cuda.shared.array((ROWS_PER_BLOCK, THREADS_PER_ROW), int32)
-    vmin_s = cuda.shared.array((ROWS_PER_BLOCK, THREADS_PER_ROW), float32)
-    vmax_s = cuda.shared.array((ROWS_PER_BLOCK, THREADS_PER_ROW), float32)
-    # The row's range in order keys (lowbit.scalar.order_key); each key travels with its element's value.
-    kmin = I32(0x7FFFFFFF)
-    kmax = I32(-0x80000000)
-    vmin = F32(0.0)
-    vmax = F32(0.0)
-    if i < n:
-        for j in range(tx, d, THREADS_PER_ROW):
-            k = order_key(xbits[i, j])
-            if k < kmin:
-                kmin = k
-                vmin = x[i, j]
-            if k > kmax:
-                kmax = k
-                vmax = x[i, j]
-    kmin_s[ty, tx] = kmin
-    kmax_s[ty, tx] = kmax
-    vmin_s[ty, tx] = vmin
-    vmax_s[ty, tx] = vmax
-    cuda.syncthreads()
-    s = THREADS_PER_ROW // 2
-    while s > 0:
-        if tx < s:
-            if kmin_s[ty, tx + s] < kmin_s[ty, tx]:
-                kmin_s[ty, tx] = kmin_s[ty, tx + s]
-                vmin_s[ty, tx] = vmin_s[ty, tx + s]
-            if kmax_s[ty, tx + s] > kmax_s[ty, tx]:
-                kmax_s[ty, tx] = kmax_s[ty, tx + s]
-                vmax_s[ty, tx] = vmax_s[ty, tx + s]
-        cuda.syncthreads()
-        s //= 2
-    if i >= n:
-        return
-    emax = range_exponent_field(kmin_s[ty, 0], kmax_s[ty, 0])
-    if emax == EXPONENT_FIELD_NONFINITE:
-        if tx == 0:
-            bad[i] = 1
-        return
-    lo = vmin_s[ty, 0]
-    hi = vmax_s[ty, 0]
+def _compile_encode(bits: int):
+    """The encode kernel for ``bits`` (a constant in it: with the bit width a run-time value it held 40 registers)."""
     levels = (1 << bits) - 1
     per_byte = 8 // bits
-    rb = (d * bits + 7) // 8
-    lo_bits, step_bits, e, grid_min, step = row_params(lo, hi, emax, levels)
-    inv = reciprocal(step)
-    base, r, m = row_place(dest_offset, dest_start, dest_rows, i)
-    if tx == 0:
-        write_row_header(out, base, r, m, lo_bits, step_bits, e)
-    given = uniforms.shape[0] > 0
-    rk = row_key(key, i)
-    p = base + 5 * m + r * rb
-    for k in range(tx, rb, THREADS_PER_ROW):
-        byte = 0
-        for t in range(per_byte):
-            j = k * per_byte + t
-            if j < d:
-                u = uniforms[i, j] if given else uniform(rk, j)
-                byte |= quantize(x[i, j], grid_min, inv, u, levels) << (t * bits)
-        out[p + k] = byte
+
+    def _encode(x, xbits, dest_offset, dest_start, dest_rows, key, uniforms, out, bad):
+        lane = cuda.threadIdx.x
+        i = cuda.blockIdx.x * ROWS_PER_BLOCK + cuda.threadIdx.y
+        n = x.shape[0]
+        d = x.shape[1]
+        if i >= n:  # the whole warp: every warp intrinsic below is called by all 32 lanes
+            return
+        # The row's range in order keys (lowbit.scalar.order_key): each lane's, then a butterfly over the warp.
+        kmin = I32(0x7FFFFFFF)
+        kmax = I32(-0x80000000)
+        for j in range(lane, d, THREADS_PER_ROW):
+            k = order_key(xbits[i, j])
+            kmin = min(kmin, k)
+            kmax = max(kmax, k)
+        for apart in (16, 8, 4, 2, 1):
+            kmin = min(kmin, cuda.shfl_xor_sync(FULL_MASK, kmin, apart))
+            kmax = max(kmax, cuda.shfl_xor_sync(FULL_MASK, kmax, apart))
+        emax = range_exponent_field(kmin, kmax)
+        if emax == EXPONENT_FIELD_NONFINITE:
+            if lane == 0:
+                bad[i] = 1
+            return
+        lo = I32(order_key(kmin)).view(F32)  # the minimum and the maximum back from their order keys
+        hi = I32(order_key(kmax)).view(F32)
+        rb = (d * bits + 7) // 8
+        lo_bits, step_bits, e, grid_min, step = row_params(lo, hi, emax, levels)
+        inv = reciprocal(step)
+        base, r, m = row_place(dest_offset, dest_start, dest_rows, i)
+        if lane == 0:
+            write_row_header(out, base, r, m, lo_bits, step_bits, e)
+        given = uniforms.shape[0] > 0
+        rk = row_key(key, i)
+        p = base + 5 * m + r * rb  # any byte: rows are 5 + rb bytes apart, so code bytes are written one by one
+        # Lane t quantizes element j = 32s + t at step s. Each loop ends on a warp vote rather than a count: the
+        # compiler does not unroll a loop whose trip count it cannot compute (unrolled, the kernel held 40 registers).
+        j = lane
+        if bits == 1:
+            # The step's ballot is a 32-bit word whose bit t is lane t's code: code bytes 4s..4s+3, little-endian
+            # (element j at bit j % 8 of byte j // 8); lanes 0-3 write one byte each.
+            while True:
+                q = 0
+                if j < d:
+                    u = uniforms[i, j] if given else uniform(rk, j)
+                    q = quantize(x[i, j], grid_min, inv, u, levels)
+                word = cuda.ballot_sync(FULL_MASK, q != 0)
+                k = (j - lane) // 8 + lane
+                if lane < 4 and k < rb:
+                    out[p + k] = (word >> (lane * 8)) & 255
+                j += THREADS_PER_ROW
+                if not cuda.any_sync(FULL_MASK, j < d):
+                    break
+        else:
+            # 2, 4, 8 bits: the per_byte lanes of one byte OR their shifted codes together by shuffles, and the first
+            # of them writes it (a step's bytes are consecutive).
+            while True:
+                q = I32(0)
+                if j < d:
+                    u = uniforms[i, j] if given else uniform(rk, j)
+                    q = I32(quantize(x[i, j], grid_min, inv, u, levels) << ((lane % per_byte) * bits))
+                apart = 1
+                while apart < per_byte:
+                    q |= cuda.shfl_xor_sync(FULL_MASK, q, apart)
+                    apart *= 2
+                if j < d and lane % per_byte == 0:
+                    out[p + j // per_byte] = q
+                j += THREADS_PER_ROW
+                if not cuda.any_sync(FULL_MASK, j < d):
+                    break
+
+    return cuda.jit(_encode)
+
+
+_ENCODE = {}
+
+
+def encode_kernel(bits: int):
+    """The encode kernel for ``bits`` in {1, 2, 4, 8} (numba-cuda compiles it at its first launch)."""
+    if bits not in _ENCODE:
+        _ENCODE[bits] = _compile_encode(bits)
+    return _ENCODE[bits]
 
 
 @cuda.jit
@@ -162,7 +189,7 @@ def _device_tables(tables, like):
 def encode_rows_cuda(x, bits, dest_offset, dest_start, dest_rows, key, uniforms, out, bad):
     """Quantize float32 ``x`` (n, d) into ``out`` (uint8); ``bad[i] = 1`` for rows holding NaN or inf."""
     tables = _device_tables((dest_offset, dest_start, dest_rows), x)
-    _launch(_encode, x.shape[0], x, x, _bits_view(x), bits, *tables, key, uniforms, out, bad)
+    _launch(encode_kernel(bits), x.shape[0], x, x, _bits_view(x), *tables, key, uniforms, out, bad)
 
 
 def decode_rows_cuda(buf, bits, dest_offset, dest_start, dest_rows, out):
