@@ -4,7 +4,8 @@ Every rank holds the whole topology (memory-mapped) and its own part's feature r
 samples a minibatch of its own training vertices (``sampling/neighbor_sampler.py``) and gathers the rows of its input
 vertices: its own, from its cache of remote rows (chosen at start-up by ``cache.policy`` within ``cache.alpha``),
 or from their owners (an all-to-all of ids, then of rows at ``sampling.remote_bits``). Sampling and fetching run
-``sampling.prefetch`` minibatches ahead in the sampling thread (``sampling/pipeline.py``). All ranks run the same
+``sampling.prefetch`` minibatches ahead in the sampling thread (``sampling/pipeline.py``), which also sends each
+minibatch to the training device in one copy (``train/sampled_batches.py``). All ranks run the same
 number of iterations per epoch; the weight gradients are summed over the ranks, each rank's loss divided by the
 iteration's global number of seeds, so a step follows the gradient of the mean loss over all ranks' seeds.
 Validation and test use full neighbourhoods (``RankGraph``), in fp32.
