@@ -133,7 +133,7 @@ def test_the_zero_copy_kernel_gathers_bitwise_under_the_simulator():
     and not, an output off a 16-byte boundary; random, repeated and empty index lists; aligned and unaligned."""
     r = _worker("gather_simulator_worker.py", {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"})
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "identical: 49 of 49" in r.stdout, r.stdout
+    assert "identical: 37 of 37" in r.stdout, r.stdout
     for covered in ("16-byte units, 1 row(s) a warp", "16-byte units, 8 row(s) a warp", "8-byte units", "4-byte units",
                     "2-byte units", "1-byte units", "32 row(s) a warp"):
         assert covered in r.stdout, covered

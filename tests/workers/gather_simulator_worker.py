@@ -2,7 +2,7 @@
 tables of random bytes (NaNs with payloads among them): every unit the launch picks (16 bytes through ``_copy16``, 8,
 4, 2 and 1), a warp per row (fp32 rows of 100, 128 and 602) and several rows per warp (fp32 rows of 3 and 16, fp16
 rows of 7 and 8), tables whose base is 128-byte aligned and not (by 16, 8, 4 or 2 bytes), an output off a 16-byte
-boundary, random, repeated and empty index lists, aligned and unaligned. Prints one line per case and a summary;
+boundary, random (aligned and unaligned), repeated (aligned) and empty index lists. Prints one line per case and a summary;
 exits 1 where any differs or a case runs on another unit than the one it is meant to cover."""
 import os
 import sys
@@ -35,7 +35,7 @@ for dtype, width, shift, out_shift, unit in CASES:
     itemsize = np.dtype(dtype).itemsize
     table = at(ROWS * width * itemsize, shift, rng).view(dtype).reshape(ROWS, width)
     for name, idx in (("random", rng.integers(0, ROWS, 13)), ("repeated", np.array([3, 3, 39, 0, 3]))):
-        for aligned in (True, False):
+        for aligned in ((True, False) if name == "random" else (True,)):  # the simulator is slow
             out = at(idx.shape[0] * width * itemsize, out_shift, rng).view(dtype).reshape(-1, width)
             picked = unit_bytes(width * itemsize, table.ctypes.data, out.ctypes.data)
             launch_gather(table.reshape(-1), idx.astype(np.int64), out, aligned=aligned, max_blocks=2)

@@ -22,10 +22,12 @@ g = torch.Generator().manual_seed(0)
 x = torch.randn(14, 13, generator=g) * torch.logspace(-8, 8, 14)[:, None]
 x[3], x[4], x[5] = 0.3, 0.0, -2.5  # constant rows
 EVERY = [(bits, given) for bits in (1, 2, 4, 8) for given in (False, True)]
-SOME = [(1, False), (1, True), (2, True), (4, False), (8, True)]  # the simulator is slow: each width, each RNG
+# The simulator is slow (a Python thread a lane): every width and RNG on the first shape, then 1 bit (the ballot) and
+# one more width on each other shape.
 cases = [(x, [5, 0, 6, 3], EVERY)]  # an empty destination in between
-for n, d, counts in ((9, 5, [4, 5]), (7, 71, [3, 4]), (6, 256, [4, 0, 2]), (20, 33, [13, 7])):
-    cases.append((torch.randn(n, d, generator=g) * torch.logspace(-3, 3, n)[:, None], counts, SOME))
+for n, d, counts, runs in ((9, 5, [4, 5], [(1, True), (2, False)]), (7, 71, [3, 4], [(1, False), (4, True)]),
+                           (6, 256, [4, 0, 2], [(1, False), (8, True)]), (20, 33, [13, 7], [(1, True)])):
+    cases.append((torch.randn(n, d, generator=g) * torch.logspace(-3, 3, n)[:, None], counts, runs))
 checks = same = 0
 for rows, counts, runs in cases:
     for bits, given in runs:
@@ -40,7 +42,7 @@ for rows, counts, runs in cases:
               f"{'identical' if ok else 'DIFFERENT'}")
         checks, same = checks + 1, same + ok
 # The first case encoded twice gives the same bytes.
-for bits in (1, 8):
+for bits in (1,):
     checks += 1
     same += torch.equal(encode(x, bits, [5, 0, 6, 3], key=3, backend="cuda").buffer,
                         encode(x, bits, [5, 0, 6, 3], key=3, backend="cuda").buffer)
