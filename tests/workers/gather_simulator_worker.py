@@ -2,8 +2,8 @@
 tables of random bytes (NaNs with payloads among them): every unit the launch picks (16 bytes through ``_copy16``, 8,
 4, 2 and 1), a warp per row (fp32 rows of 100, 128 and 602) and several rows per warp (fp32 rows of 3 and 16, fp16
 rows of 7 and 8), tables whose base is 128-byte aligned and not (by 16, 8, 4 or 2 bytes), an output off a 16-byte
-boundary, random (aligned and unaligned), repeated (aligned) and empty index lists. Prints one line per case and a summary;
-exits 1 where any differs or a case runs on another unit than the one it is meant to cover."""
+boundary, random (aligned and unaligned), repeated (aligned) and empty index lists. Prints one line per case and a
+summary; exits 1 where any differs or a case runs on another unit than the one it is meant to cover."""
 import os
 import sys
 
