@@ -83,7 +83,7 @@ class FeatureStore:
             self.bytes_served["host"] += slots.numel() * self.row_bytes
             gather_rows_at(self.table.numpy(), slots.numpy(), out.numpy(), at.numpy())
         else:
-            out[at.to(self.device)] = self._gather_gpu(slots)
+            self._gather_gpu(slots, out, at)
 
     def served_by(self, slots: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Which of table positions ``slots`` (on the host) each way serves, as masks: (the CPU's gather, the GPU's
@@ -117,31 +117,24 @@ class FeatureStore:
                       aligned=True, stream=cuda.external_stream(torch.cuda.current_stream(self.device).cuda_stream))
         out.index_copy_(0, at, rows)
 
-    def _gather_gpu(self, slots: torch.Tensor) -> torch.Tensor:
-        with torch.cuda.stream(self.stream):
-            slots = slots.to(self.device, non_blocking=True)
-            out = torch.empty((slots.numel(), self.dim), dtype=self.table.dtype, device=self.device)
-            resident = slots < self.num_device
-            n_dev = int(resident.sum())
-            if n_dev:
-                out[resident] = self.device_rows[slots[resident]]
-            rest = slots[~resident] - self.num_device
-            if rest.numel():
-                if self.zero_copy:
-                    from sylvie.features.gather_cuda import launch_gather
-
-                    rows = torch.empty((rest.numel(), self.dim), dtype=self.table.dtype, device=self.device)
-                    cuda = self._cuda
-                    launch_gather(self.mapped, cuda.as_cuda_array(rest), cuda.as_cuda_array(rows), aligned=True,
-                                  stream=cuda.external_stream(self.stream.cuda_stream))
-                else:  # the conventional path: CPU gather into a pinned staging buffer, then one copy
-                    staged = torch.from_numpy(gather_rows(self.host.numpy(), rest.cpu().numpy())).pin_memory()
-                    rows = staged.to(self.device, non_blocking=True)
-                out[~resident] = rows
-            self.stream.synchronize()
-        self.bytes_served["device"] += n_dev * self.row_bytes
-        self.bytes_served["host"] += (slots.numel() - n_dev) * self.row_bytes
-        return out
+    def _gather_gpu(self, slots: torch.Tensor, out: torch.Tensor, at: torch.Tensor) -> None:
+        """``out[at] = `` the rows at table positions ``slots`` for ``out`` on the device, each tier its own way
+        (``served_by``, as a minibatch's rows take them), on the store's stream, complete when it returns."""
+        slots = slots.cpu()
+        stream = self.stream
+        stream.wait_stream(torch.cuda.current_stream(self.device))  # out is the caller's, made on its stream
+        with torch.cuda.stream(stream):
+            at = at.to(self.device, non_blocking=True)
+            by_cpu, resident, mapped = (m.nonzero().squeeze(1) for m in self.served_by(slots))
+            if by_cpu.numel():  # the conventional path: CPU gather into a pinned staging buffer, then one copy
+                self.bytes_served["host"] += by_cpu.numel() * self.row_bytes
+                staged = torch.from_numpy(gather_rows(self.table.numpy(), slots[by_cpu].numpy())).pin_memory()
+                out.index_copy_(0, at.index_select(0, by_cpu.to(self.device, non_blocking=True)),
+                                staged.to(self.device, non_blocking=True))
+            for where, gather in ((resident, self.gather_resident), (mapped, self.gather_mapped)):
+                gather(slots[where].to(self.device, non_blocking=True), out,
+                       at.index_select(0, where.to(self.device, non_blocking=True)))
+            stream.synchronize()  # staged (pinned, read by the copy) lives until here
 
 
 def _numpy_dtype(t: torch.Tensor):
