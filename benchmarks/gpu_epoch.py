@@ -154,7 +154,7 @@ def profile(title: str, fn, device) -> int:
                 else ("self_cpu_time_total",)):
         print(f"profile of {title}, by {key}:\n"
               f"{prof.key_averages().table(sort_by=key, row_limit=14, max_name_column_width=48)}", flush=True)
-    return sum(1 for e in prof.events() if "HtoD" in e.name or "Memcpy HtoD" in e.name)
+    return sum(1 for e in prof.events() if "HtoD" in e.name)
 
 
 def in_edges(src: np.ndarray, dst: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:

@@ -39,7 +39,7 @@ class BatchRows:
         """``features``: the ``RankFeatures`` that fetched ``pending``."""
         self.features, self.pending = features, pending
         store = features.store
-        self.dim, self.dtype, self.device = store.dim, store.table.dtype, store.device
+        self.dim, self.dtype = store.dim, store.table.dtype
         by_cpu, resident, mapped = store.served_by(pending.slots)
         self.cpu_slots, self.cpu_at = pending.slots[by_cpu], pending.held_at[by_cpu]
         self.resident = (pending.slots[resident], pending.held_at[resident])

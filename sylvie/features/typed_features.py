@@ -87,10 +87,12 @@ class TypedRankFeatures:
     def fetch(self, ids: Sequence[torch.Tensor], key: tuple[int, ...] | None = None) -> list[PendingRows | None]:
         """Per node type t ``RankFeatures.fetch`` of ``ids[t]`` (partition ids; None for a type without features),
         collective: every type, in type order."""
-        return [None if store is None else
-                store.fetch(torch.from_numpy(self.spaces.type_ids(ids[t].numpy(), t)),
-                            key if t == 0 or key is None else (*key, t))
+        return [None if store is None else store.fetch(*self._in_space(ids, key, t))
                 for t, store in enumerate(self.stores)]
+
+    def _in_space(self, ids: Sequence[torch.Tensor], key: tuple[int, ...] | None, t: int) -> tuple:
+        """Type t's ids in its own space and its stream's key (type 0's is ``key``, type t's ``(*key, t)``)."""
+        return torch.from_numpy(self.spaces.type_ids(ids[t].numpy(), t)), key if t == 0 or key is None else (*key, t)
 
     def batch_rows(self, pending: Sequence[PendingRows | None], layout: Layout) -> list[BatchRows | None]:
         """Each type's ``pending`` rows laid out in a minibatch's ``layout``."""
@@ -106,8 +108,7 @@ class TypedRankFeatures:
             if store is None:
                 rows.append(None)
                 continue
-            mine = torch.from_numpy(self.spaces.type_ids(ids[t].numpy(), t))
-            got, where = store.gather(mine, key if t == 0 or key is None else (*key, t))
+            got, where = store.gather(*self._in_space(ids, key, t))
             rows.append(got)
             counts.add(where)
         return rows, counts

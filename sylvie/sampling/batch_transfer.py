@@ -81,10 +81,14 @@ class BatchTransfer:
         self._copied: list = [None] * buffers  # each buffer's last copy (an event), before it is written again
         self._next = 0
         self.sends = 0
-        self.host_bytes = 0  # what the ring holds
         if self.gpu:
             self.stream = torch.cuda.Stream(self.device)
             self.consumer = torch.cuda.current_stream(self.device)  # the training's stream (the caller's)
+
+    @property
+    def host_bytes(self) -> int:
+        """What the ring holds."""
+        return sum(b.numel() for b in self._host if b is not None)
 
     def host_buffer(self, nbytes: int) -> tuple[int, torch.Tensor]:
         """The next buffer of the ring, at least ``nbytes`` long and free to write: (its number, its first
@@ -100,7 +104,6 @@ class BatchTransfer:
                                                             default=0))
             self._host[k] = None  # the old one goes first
             buf = self._host[k] = torch.empty(size, dtype=torch.uint8, pin_memory=self.gpu)
-            self.host_bytes = sum(b.numel() for b in self._host if b is not None)
         return k, buf[:nbytes]
 
     def send(self, k: int, host: torch.Tensor) -> torch.Tensor:

@@ -41,9 +41,13 @@ class Minibatch:
     blocks: list  # Blocks, or TypedBlocks (a typed model's)
 
     def input_counts(self) -> tuple[int, ...]:
-        """Input rows of each node type (typed blocks), or of the one type."""
-        first = self.blocks[0]
-        return tuple(first.num_src) if isinstance(first.num_src, tuple) else (first.num_src,)
+        return input_counts(self.blocks)
+
+
+def input_counts(blocks: list) -> tuple[int, ...]:
+    """Input rows of each node type (typed blocks), or of the one type: the first block's sources."""
+    first = blocks[0]
+    return tuple(first.num_src) if isinstance(first.num_src, tuple) else (first.num_src,)
 
 
 def batch_sizes(num_seeds: int, iterations: int) -> np.ndarray:

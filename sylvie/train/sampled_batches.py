@@ -14,7 +14,7 @@ import torch
 
 from sylvie.features.typed_features import TypedRankFeatures
 from sylvie.sampling.batch_transfer import BatchTransfer, Layout
-from sylvie.sampling.neighbor_sampler import NeighborSampler
+from sylvie.sampling.neighbor_sampler import NeighborSampler, input_counts
 from sylvie.sampling.packed_blocks import PackedBlocks
 
 
@@ -33,8 +33,7 @@ class PreparedBatch:
     ready: object = None
 
     def input_counts(self) -> tuple[int, ...]:
-        first = self.blocks[0]
-        return tuple(first.num_src) if isinstance(first.num_src, tuple) else (first.num_src,)
+        return input_counts(self.blocks)
 
 
 class BatchPreparer:
@@ -70,7 +69,9 @@ class BatchPreparer:
             for r in rows:
                 if r is not None:
                     r.write(views)
-            views = layout.views(self.transfer.send(k, host))
+            sent = self.transfer.send(k, host)
+            if sent is not host:  # a device's copy (on the CPU the host buffer is sent as it is)
+                views = layout.views(sent)
             with self.transfer.on_device():
                 x = [None if r is None else r.finish(views, self.transfer.hand_over) for r in rows]
             return PreparedBatch(i, mb.seeds, mb.input_nodes, blocks.unpack(views), views[labels], x,
