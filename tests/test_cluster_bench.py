@@ -102,15 +102,14 @@ def test_a_cut_link_fails_the_run_within_the_timeout_and_leaves_nothing(cora_par
     before = _net_state()
     proc = subprocess.Popen([str(BIN / "sylvie"), "bench", "cluster", "--partition", str(cora_partitions[2]),
                              "--out", str(tmp_path / "run"), "--rate", "20mbit", "--", "--epochs", "1000000",
-                             "--timeout", "10", "--log-every", "100000"],
+                             "--timeout", "5", "--log-every", "100000", "--checkpoint-every", "1"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"})
     tag = f"sy{proc.pid % 100000}"
     try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not (tmp_path / "run" / "train.lock").exists():
-            time.sleep(0.5)
-        time.sleep(5)  # training
+        deadline = time.monotonic() + 120  # training: past start-up, the first epoch's checkpoint written
+        while time.monotonic() < deadline and not (tmp_path / "run" / "checkpoints" / "last.pt").exists():
+            time.sleep(0.1)
         assert proc.poll() is None, proc.communicate()
         pids = rank_pids(tmp_path / "run")
         assert len(pids) == 2
