@@ -45,6 +45,9 @@ def _preimport(argv: list[str]) -> None:
                      [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else [])
             for name in names:
                 __import__(name)
+    # what torch.optim's first optimiser imports (torch._dynamo, through torch._compile's wrapper of
+    # Optimizer.__init__: ~3-4 CPU-s a rank, more than the rest of a small run's start-up); no thread starts
+    import torch._dynamo  # noqa: F401
     # what numba does at a process's first kernel, loaded from its cache or compiled (~0.6 CPU-s): its CPU target's
     # registries of implementations; no kernel runs here, so no thread pool starts before the forks
     cpu_target.target_context.refresh()
