@@ -178,10 +178,15 @@ def test_empty_blocks_and_destinations_without_edges_give_zeros(path):
 
 def test_out_edges_by_numba_and_by_torch_are_the_same_arrays():
     block, _ = both(num_inner=300, num_halo=400, edges=5000)
-    cpu = transpose(block.indptr, block.indices, block.num_src)
-    gpu = transpose_torch(block.indptr, block.indices, block.num_src)  # the path a GPU runs, here on the CPU
+    cpu = transpose(block.indptr, block.indices, block.num_src, edges=True)
+    gpu = transpose_torch(block.indptr, block.indices, block.num_src, edges=True)  # a GPU's path, on the CPU
     for a, b in ((cpu.indptr, gpu.indptr), (cpu.dst, gpu.dst), (cpu.edge, gpu.edge)):
         assert a.dtype == b.dtype and torch.equal(a, b)
+    for lean in (transpose(block.indptr, block.indices, block.num_src),  # without the edges' positions
+                 transpose_torch(block.indptr, block.indices, block.num_src)):
+        assert lean.edge is None and torch.equal(lean.indptr, cpu.indptr) and torch.equal(lean.dst, cpu.dst)
+    assert block.transpose().edge is None  # made lean, made again with the positions when they are asked for
+    assert torch.equal(block.transpose(edges=True).edge, cpu.edge) and block.transpose().edge is not None
     order = torch.argsort(block.indices, stable=True)  # by source, each source's edges in the block's order
     assert torch.equal(cpu.edge.long(), order)
     assert torch.equal(cpu.dst.long(), block.dst_of_edges()[order])

@@ -83,10 +83,11 @@ class Block:
         return torch.repeat_interleave(torch.arange(self.num_dst, device=self.device), self.local_in_degree(),
                                        output_size=self.num_edges)
 
-    def transpose(self) -> Transpose:
-        """The out-edges (made on first use, then kept with the block)."""
-        if self._transpose is None:
-            self._transpose = transpose(self.indptr, self.indices, self.num_src)
+    def transpose(self, edges: bool = False) -> Transpose:
+        """The out-edges (made on first use, then kept with the block); ``edges``: with each one's position among
+        the in-edges (``Transpose.edge``; made again with them where the kept one has none)."""
+        if self._transpose is None or (edges and self._transpose.edge is None):
+            self._transpose = transpose(self.indptr, self.indices, self.num_src, edges)
         return self._transpose
 
     def to(self, device) -> Block:

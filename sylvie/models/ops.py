@@ -86,7 +86,7 @@ def _sparse(block: Block, values: torch.Tensor, transposed: bool) -> torch.Tenso
     """The block's adjacency (destinations x sources; ``transposed``: sources x destinations) as a CSR tensor."""
     ids = block.indices.dtype
     if transposed:
-        t = block.transpose()
+        t = block.transpose(edges=True)
         parts, size = (t.indptr.to(ids), t.dst, values[t.edge.long()]), (block.num_src, block.num_dst)
     else:
         parts, size = (block.indptr.to(ids), block.indices, values), (block.num_dst, block.num_src)
@@ -200,8 +200,9 @@ class _AttendCPU(torch.autograd.Function):
         from sylvie.models.attention_cpu import attend_backward
         feat, el, er, mx, den = ctx.saved_tensors
         block = ctx.block
-        g_feat, g_el, g_er = attend_backward(block.indptr, block.indices, block.transpose(), feat, el, er, ctx.slope,
-                                             ctx.p, ctx.seed, grad.contiguous(), mx, den, _chunks(block),
+        out_edges = block.transpose(edges=True)
+        g_feat, g_el, g_er = attend_backward(block.indptr, block.indices, out_edges, feat, el, er, ctx.slope, ctx.p,
+                                             ctx.seed, grad.contiguous(), mx, den, _chunks(block),
                                              _chunks(block, by_source=True))
         return g_feat, g_el, g_er, None, None, None, None
 

@@ -62,7 +62,7 @@ def sampled_block(frontier: np.ndarray, offsets: np.ndarray, picked: np.ndarray,
                   in_degree=torch.from_numpy(np.diff(offsets)),
                   out_degree=torch.from_numpy(np.bincount(local_src, minlength=num_src)),
                   src_ids=torch.from_numpy(src_nodes), dst_ids=torch.from_numpy(frontier))
-    block.transpose()
+    block.transpose(edges=True)  # every model's backward: GAT's takes the edges too
     return block
 
 
@@ -91,7 +91,7 @@ def sampled_typed_block(types: GraphTypes, frontiers: list[np.ndarray], picks: l
                       out_degree=torch.from_numpy(np.bincount(local[r], minlength=n_src)),
                       src_ids=torch.from_numpy(src_ids[s]),
                       dst_ids=torch.from_numpy(np.asarray(frontiers[d], np.int64)), dst_in_src=s == d)
-        block.transpose()
+        block.transpose(edges=True)  # every model's backward: GAT's takes the edges too
         blocks.append(block)
     return TypedBlock(types, tuple(len(f) for f in frontiers), tuple(len(x) for x in src_ids), tuple(blocks),
                       src_ids=tuple(torch.from_numpy(x) for x in src_ids))
