@@ -19,6 +19,7 @@ from sylvie.graph_types import GraphTypes
 from sylvie.models.typed_gnn import TYPED_ARCHS
 from sylvie.output_dir import RUN, check_replaceable
 from sylvie.partition.shard_reader import read_shard, read_topology
+from sylvie.runtime.freed_memory import release_free_memory
 from sylvie.runtime.peer_watchdog import collective_timeout
 from sylvie.runtime.process_group import one_rank_per_part, peers_watched
 from sylvie.train.checkpoint import run_identity
@@ -105,6 +106,7 @@ def _train_locked(job: TrainingJob, manifest: dict, sampled, watch) -> dict | No
         # The trainers copy what they keep: unmap the shard, whose pages set-up read (the whole file, for its
         # checksum) would otherwise stay in this rank's memory for the whole run.
         del shard
+        release_free_memory()  # what set-up freed and the epochs would not reuse (runtime/freed_memory.py)
         board = TensorBoardMetrics(job.out_dir) if train.tensorboard and ctx.rank == 0 else None
         try:
             trained = run_epochs(trainer, ctx.rank, job.out_dir, train,
