@@ -27,7 +27,7 @@ import uuid
 STOP_GRACE_S = 10
 
 
-def _preimport(argv: list[str]) -> None:
+def _preimport(argv: list[str], nproc: int) -> None:
     """Import, once for every rank, what the ranks import: sylvie's stages, or the modules SCRIPT's top level
     imports (only imports: nothing of the script runs here), and numba's set-up."""
     import torch.distributed  # noqa: F401
@@ -45,9 +45,11 @@ def _preimport(argv: list[str]) -> None:
                      [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else [])
             for name in names:
                 __import__(name)
-    # what torch.optim's first optimiser imports (torch._dynamo, through torch._compile's wrapper of
-    # Optimizer.__init__: ~3-4 CPU-s a rank, more than the rest of a small run's start-up); no thread starts
-    import torch._dynamo  # noqa: F401
+    # what torch.optim's first optimiser imports in each rank that trains (torch._dynamo, through torch._compile's
+    # wrapper of Optimizer.__init__: ~3-4 CPU-s a rank, more than the rest of a small run's start-up), imported here
+    # where more than one rank will train (`sylvie train`, the workers' trainers); no thread starts
+    if nproc > 1 and (argv[0] != "--no-python" or argv[2:3] == ["train"]):
+        import torch._dynamo  # noqa: F401
     # what numba does at a process's first kernel, loaded from its cache or compiled (~0.6 CPU-s): its CPU target's
     # registries of implementations; no kernel runs here, so no thread pool starts before the forks
     cpu_target.target_context.refresh()
@@ -113,7 +115,7 @@ def main(argv: list[str]) -> int:
         os.environ.setdefault("OMP_NUM_THREADS", "1")
     if "OMP_NUM_THREADS" in os.environ:  # as `sylvie train` does before numba is imported (sylvie/cli.py)
         os.environ.setdefault("NUMBA_NUM_THREADS", os.environ["OMP_NUM_THREADS"])
-    _preimport(command)
+    _preimport(command, nproc)
     run_id = uuid.uuid4().hex[:12]
     pids, writers = {}, []
     sys.stdout.flush()
