@@ -207,33 +207,35 @@ def measure(args, work: Path) -> None:
 
 
 def table(work: Path, graphs: list[str]) -> str:
-    """Medians over the runs of each cell, rows in GRAPHS' order; a variant not run for a row shows '-'."""
+    """Medians over the runs of each cell, rows in GRAPHS' order; a column for each variant run in ``work``, and a
+    variant not run for a row shows '-'."""
     runs = [json.loads(line) for line in (work / RESULTS).read_text().splitlines()] if (work / RESULTS).exists() \
         else []
+    variants = [v for v in VARIANTS if any(r["variant"] == v for r in runs)]
     lines = ["4 METIS parts, 4 ranks on this machine (loopback); each cell: seconds of the median steady epoch of "
              "rank 0 / its minor page faults (mean over the ranks) / each rank's peak RSS, MB (ranks 0-3), medians "
              "over the runs (n). Last columns: the fastest library's time and highest rank peak over ours's, and "
              "now's (this checkout's default) over ours's (above 1: ours faster or smaller).",
              "",
-             f"| graph | model | exchange | steady epochs | {' | '.join(VARIANTS)} | fastest library / ours: time, "
+             f"| graph | model | exchange | steady epochs | {' | '.join(variants)} | fastest library / ours: time, "
              "peak | now / ours: time, peak |",
-             "| --- | --- | --- | --- | " + " | ".join("---" for _ in VARIANTS) + " | --- | --- |"]
+             "| --- | --- | --- | --- | " + " | ".join("---" for _ in variants) + " | --- | --- |"]
     for name in graphs:
         nodes, models, comms, epochs, skip = GRAPHS[name]
         for model in models:
             for comm in comms:
                 got = {}
-                for v in VARIANTS:
+                for v in variants:
                     mine = [r for r in runs if (r["graph"], r["model"], r["comm"], r["variant"])
                             == (name, model, comm, v)]
                     if mine:
                         got[v] = {**medians(mine), "n": len(mine)}
                 if not got:
                     continue
-                libs = [v for v in VARIANTS if v in got and v not in ("ours", "now")]
+                libs = [v for v in variants if v in got and v not in ("ours", "now")]
                 versus = [_versus(got, min(libs, key=lambda v: got[v]["seconds"])) if libs else "-",
                           _versus(got, "now")]
-                cells = " | ".join(f"{cell(got[v])} ({got[v]['n']})" if v in got else "-" for v in VARIANTS)
+                cells = " | ".join(f"{cell(got[v])} ({got[v]['n']})" if v in got else "-" for v in variants)
                 lines.append(f"| {name} ({nodes:,} nodes) | {model} | {comm} | {skip + 1}-{epochs} | {cells} | "
                              f"{' | '.join(versus)} |")
     return "\n".join(lines)

@@ -43,9 +43,10 @@ def release_free_memory() -> str | None:
 
     A rank calls it once, when its set-up is done (``train/run.py``): reading the shard, building the graph and its
     halo plan free blocks that tcmalloc keeps, and the epochs' tensors, of other sizes, did not reuse them all.
-    Measured on the products preset at 1/10 (244,903 nodes, 4 METIS parts, 4 ranks, GraphSAGE 3 x 64, tcmalloc):
-    rank 0's peak 749 -> 711 MB fp32 synchronous, 788 -> 742 MB 1-bit pipelined (``benchmarks/allocators.py`` has
-    every rank's). It costs one pass over the allocator's free lists, once."""
+    Measured on the products preset (4 METIS parts, 4 ranks, GraphSAGE 3 x 64, tcmalloc), rank 0's peak: at 1/10
+    749 -> 711 MB fp32 synchronous and 788 -> 742 MB 1-bit pipelined, at full size 2,942 -> 2,828 MB fp32 (every
+    rank's, with the out-edges' lighter transpose: benchmarks/README.md, "After two memory changes"). It costs one
+    pass over the allocator's free lists, once."""
     try:
         process = ctypes.CDLL(None)
     except OSError:
