@@ -4,8 +4,9 @@ arrays.
 
 Each out-edge's position among the in-edges (``Transpose.edge``) is made only where asked for (``edges=True``):
 the attention's backward and the sparse product's transposed matrix take it, the CPU aggregation's backward does
-not. On a rank of the products preset that is one id a rank edge fewer, kept for the whole run: ~11 MB a rank at
-1/10 scale and ~113 MB at full size (4 parts; benchmarks/allocators.py).
+not. On a rank of the products preset that is one id a rank edge fewer, kept for the whole run: 11 MB a rank at
+1/10 scale and 117 MB at full size (4 parts, GraphSAGE 3 x 64; memray at rank 0's peak; every rank's peak:
+benchmarks/README.md, "After two memory changes").
 """
 from __future__ import annotations
 
