@@ -45,9 +45,9 @@ def _preimport(argv: list[str], nproc: int) -> None:
                      [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else [])
             for name in names:
                 __import__(name)
-    # what torch.optim's first optimiser imports in each rank that trains (torch._dynamo, through torch._compile's
-    # wrapper of Optimizer.__init__: ~3-4 CPU-s a rank, more than the rest of a small run's start-up), imported here
-    # where more than one rank will train (`sylvie train`, the workers' trainers); no thread starts
+    # what torch.optim's first optimiser imports in each rank that trains (torch._dynamo, which the
+    # torch._disable_dynamo wrapper of Optimizer.add_param_group imports: 1-2 CPU-s a rank on the test machine),
+    # imported here where more than one rank will train (`sylvie train`, the workers' trainers); no thread starts
     if nproc > 1 and (argv[0] != "--no-python" or argv[2:3] == ["train"]):
         import torch._dynamo  # noqa: F401
     # what numba does at a process's first kernel, loaded from its cache or compiled (~0.6 CPU-s): its CPU target's
