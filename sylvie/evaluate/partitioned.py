@@ -21,6 +21,7 @@ from sylvie.formats.model_file import load_model
 from sylvie.formats.node_keys import read_node_keys
 from sylvie.formats.partition_manifest import graph_layout, read_manifest
 from sylvie.formats.predictions import write_predictions
+from sylvie.models.registry import self_loop_edges
 from sylvie.models.typed_gnn import TYPED_ARCHS
 from sylvie.partition.shard_reader import read_shard
 from sylvie.runtime.process_group import one_rank_per_part
@@ -52,7 +53,7 @@ def evaluate_partitioned(partition_dir: str | Path, model_path: str | Path, out_
             first = int(shard.type_offsets[graph.types.target_index]) if shard.typed else 0
             ids = np.array(shard.global_id[target], dtype=np.int64) - first if predictions else None
         else:
-            graph = RankGraph(ctx, shard, model_cfg.self_loop)  # copies the labels and splits
+            graph = RankGraph(ctx, shard, self_loop_edges(model_cfg))  # copies the labels and splits
             ids = np.array(shard.global_id, dtype=np.int64) if predictions else None  # (32-bit in the shard)
         del shard  # unmapped before the forward pass (set-up read all of it, for its checksum)
         pred = graph.predict(model.to(ctx.device)).cpu().numpy()

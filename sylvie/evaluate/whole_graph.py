@@ -14,6 +14,7 @@ from sylvie.formats.model_file import load_model
 from sylvie.formats.node_keys import read_node_keys
 from sylvie.formats.predictions import write_predictions
 from sylvie.models.blocks import whole_graph_block, whole_graph_typed_block
+from sylvie.models.registry import self_loop_edges
 from sylvie.models.typed_gnn import TYPED_ARCHS
 
 
@@ -30,7 +31,7 @@ def evaluate(dataset_dir: str | Path, model_path: str | Path, out_path: str | Pa
         x = [None if f is None else torch.tensor(f) for f in map(graph.features_of, range(len(graph.node_counts)))]
         target = slice(*graph.type_offsets[graph.types.target_index:graph.types.target_index + 2])
     else:
-        block = whole_graph_block(graph.src, graph.dst, graph.num_nodes, model_cfg.self_loop)
+        block = whole_graph_block(graph.src, graph.dst, graph.num_nodes, self_loop_edges(model_cfg))
         x, target = torch.tensor(graph.features), slice(0, graph.num_nodes)
     with torch.no_grad():
         pred = model(block, x).argmax(1).numpy()

@@ -24,6 +24,7 @@ import torch.nn.functional as F
 from sylvie.errors import SylvieError
 from sylvie.graph_types import GraphTypes
 from sylvie.models.dropout import Dropout
+from sylvie.models.registry import loop_weight
 from sylvie.models.rgat import RelGATConv
 from sylvie.models.rgcn import RelGraphConv
 from sylvie.models.typed_block import TypedBlock
@@ -176,6 +177,6 @@ def build_typed_model(model, types: GraphTypes, in_widths, num_classes: int, emb
     try:
         return TypedGNN(model.arch, types, tuple(in_widths), model.hidden, num_classes, model.layers, model.dropout,
                         model.heads, model.num_bases, tuple(embedding_rows), model.embedding_width, seed,
-                        model.self_loop)
+                        loop_weight(model))
     except ValueError as e:
         raise SylvieError(f"model: {e}") from None

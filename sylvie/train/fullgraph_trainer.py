@@ -30,6 +30,7 @@ from sylvie.comm.stats import CommStats
 from sylvie.config import check_boundary_sampling
 from sylvie.formats.epoch_record import NOT_EVALUATED, EpochRecord, HaloEpoch, PlannedEpoch
 from sylvie.models import build_model
+from sylvie.models.registry import self_loop_edges
 from sylvie.models.typed_gnn import TYPED_ARCHS, build_typed_model
 from sylvie.partition.shard_format import Shard
 from sylvie.runtime.partitioned_rows import PartitionedWeights
@@ -53,7 +54,7 @@ class FullGraphTrainer:
         dev = ctx.device
         self.typed = model.arch in TYPED_ARCHS
         check_typed(shard, model, train)
-        self.graph = TypedRankGraph(ctx, shard) if self.typed else RankGraph(ctx, shard, model.self_loop)
+        self.graph = TypedRankGraph(ctx, shard) if self.typed else RankGraph(ctx, shard, self_loop_edges(model))
         self.halo = HaloExchange(self.graph.plan, CommStats(), comm.bits, seed, ctx.rank, pipelined=comm.pipeline,
                                  smoothing=comm.smoothing)
         self.adaptor = self._adaptor(start=0)

@@ -38,6 +38,7 @@ from sylvie.features.typed_features import TypedRankFeatures, TypeSpaces
 from sylvie.formats.epoch_record import NOT_EVALUATED, BatchEpoch, EpochRecord
 from sylvie.graph_types import GraphTypes
 from sylvie.models import build_model
+from sylvie.models.registry import self_loop_edges
 from sylvie.models.typed_gnn import TYPED_ARCHS, build_typed_model
 from sylvie.partition.shard_format import Shard, Topology
 from sylvie.runtime.partitioned_rows import PartitionedWeights
@@ -85,7 +86,7 @@ class SampledTrainer:
         type_feat = list(shard.type_feat) if shard.typed else [shard.feat]
         fanouts = check_sampled_graph(topology.types, sampling)
         # full-neighbourhood evaluation
-        self.graph = TypedRankGraph(ctx, shard) if self.typed else RankGraph(ctx, shard, model.self_loop)
+        self.graph = TypedRankGraph(ctx, shard) if self.typed else RankGraph(ctx, shard, self_loop_edges(model))
         train_ids = self.first_id + np.flatnonzero(shard.train)
         counts = torch.zeros(world, dtype=torch.float64)
         counts[rank] = len(train_ids)
@@ -97,7 +98,7 @@ class SampledTrainer:
         self.iterations = iterations_per_epoch(counts, sampling.batch_size)
         self.global_batch = np.sum([batch_sizes(int(c), self.iterations) for c in counts], axis=0)
         self.sampler = NeighborSampler(topology.in_indptr, topology.in_src, fanouts, train_ids, self.iterations,
-                                       seed, rank, self_loop=model.self_loop and not self.typed,
+                                       seed, rank, self_loop=self_loop_edges(model) and not self.typed,
                                        types=topology.types, in_relation=topology.in_relation,
                                        typed_blocks=self.typed)
         # the sampling thread's collectives get a process group of their own, with the run's bound on waits
