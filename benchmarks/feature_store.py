@@ -1,5 +1,5 @@
 """The feature store's tiers on a GPU: rows per second served to sampled minibatches, for ``gpu_fraction`` 0, 0.5 and 1
-and zero-copy on and off (``sylvie.features.store.FeatureStore``, as a sampled rank builds it).
+and zero-copy on and off (``sylvie.features.tiered_rows.TieredRows``, as a sampled rank builds it).
 
     python benchmarks/feature_store.py                      # products-like graph at 200,000 nodes, on the GPU
     python benchmarks/feature_store.py --nodes 20000 --device cpu   # a smoke run where there is no GPU (CPU tier only)
@@ -23,7 +23,7 @@ from gpu_epoch import in_edges
 
 from sylvie.config import section
 from sylvie.data.registry import load
-from sylvie.features.store import FeatureStore
+from sylvie.features.tiered_rows import TieredRows
 from sylvie.sampling.neighbor_sampler import NeighborSampler, simulated_access_counts
 
 
@@ -64,7 +64,7 @@ def main() -> None:
     configs = [(f, zc) for f in args.fractions for zc in ("on", "off")] if device.type == "cuda" else [(0.0, "off")]
     stores, outs = {}, {}
     for f, zc in configs:
-        stores[f, zc] = FeatureStore(table, gpu_fraction=f, zero_copy=zc, device=device)
+        stores[f, zc] = TieredRows(table, gpu_fraction=f, zero_copy=zc, device=device)
     for b in batches:
         outs[b.numel()] = torch.empty((b.numel(), table.shape[1]), dtype=table.dtype, device=device)
     ats = {n: torch.arange(n, device=device) for n in outs}
@@ -106,7 +106,7 @@ def main() -> None:
     publish("\n".join(lines), args.write, "feature-store-table")
 
 
-def _served(store: FeatureStore, slots: torch.Tensor, device) -> torch.Tensor:
+def _served(store: TieredRows, slots: torch.Tensor, device) -> torch.Tensor:
     out = torch.empty((slots.numel(), store.dim), dtype=store.table.dtype, device=device)
     store.gather_into(slots, out, torch.arange(slots.numel(), device=device))
     return out

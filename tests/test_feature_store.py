@@ -13,7 +13,7 @@ from sylvie.comm.gather_cpu import gather_rows, gather_rows_at, put_rows
 from sylvie.config import resolve_runs
 from sylvie.errors import SylvieError
 from sylvie.features.host_memory import huge_page_table
-from sylvie.features.store import FeatureStore
+from sylvie.features.tiered_rows import TieredRows
 
 
 def _table(rows, width, dtype=np.float32, seed=0):
@@ -97,7 +97,7 @@ def test_bad_in_place_gather_input_is_a_clear_error():
 @pytest.mark.parametrize("zero_copy", ["auto", "off"])
 def test_the_store_returns_the_same_rows_whatever_its_tiers(gpu_fraction, zero_copy):
     table = torch.from_numpy(_table(300, 100))
-    store = FeatureStore(table, gpu_fraction, zero_copy)
+    store = TieredRows(table, gpu_fraction, zero_copy)
     slots = torch.from_numpy(np.random.default_rng(2).integers(0, 300, 700))
     out, at = torch.zeros(1000, 100), torch.randperm(1000)[:700]
     store.gather_into(slots, out, at)
@@ -111,11 +111,11 @@ def test_the_store_returns_the_same_rows_whatever_its_tiers(gpu_fraction, zero_c
 def test_bad_store_settings_are_clear_errors():
     table = torch.zeros(4, 2)
     with pytest.raises(SylvieError, match="features.gpu_fraction must lie within 0..1.*1.5"):
-        FeatureStore(table, 1.5)
+        TieredRows(table, 1.5)
     with pytest.raises(SylvieError, match="features.zero_copy is on but the rank trains without a GPU"):
-        FeatureStore(table, 0.0, "on")
+        TieredRows(table, 0.0, "on")
     with pytest.raises(ValueError, match="C-contiguous"):
-        FeatureStore(table.t(), 0.0)
+        TieredRows(table.t(), 0.0)
     config = {"datasets": {"cora": {"source": "planetoid"}}, "runs": {"r": {"features": {"gpu_fraction": -0.1}}}}
     with pytest.raises(SylvieError, match="'runs.r.features.gpu_fraction'"):
         resolve_runs(config)

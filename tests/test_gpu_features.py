@@ -10,7 +10,7 @@ from simulated_ranks import SimulatedRanks
 
 from sylvie.features.gather_cuda import SEGMENT_BYTES, launch_gather
 from sylvie.features.rank_features import RankFeatures
-from sylvie.features.store import FeatureStore
+from sylvie.features.tiered_rows import TieredRows
 from sylvie.numba_cuda import cuda
 
 pytestmark = [pytest.mark.unit, pytest.mark.gpu]
@@ -68,7 +68,7 @@ def test_the_zero_copy_kernel_is_index_select_bitwise(width, dtype, shift, align
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
 def test_the_stores_gpu_tiers_return_the_same_rows_and_count_their_bytes(gpu_fraction, zero_copy, dtype):
     table = torch.randn(3000, 100, generator=torch.Generator().manual_seed(1)).to(dtype)
-    store = FeatureStore(table.clone(), gpu_fraction, zero_copy, CUDA)
+    store = TieredRows(table.clone(), gpu_fraction, zero_copy, CUDA)
     num_device = int(round(gpu_fraction * 3000))
     assert store.num_device == num_device and store.zero_copy == (zero_copy != "off")
     assert store.device_rows.is_cuda and store.device_rows.shape[0] == num_device

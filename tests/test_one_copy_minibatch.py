@@ -157,7 +157,7 @@ def test_the_layout_a_gpu_takes_places_the_cpus_rows_and_the_devices_rows_after_
         lo = offsets[rank]
         features = TypedRankFeatures(rank, TypeSpaces(offsets, np.diff(offsets)[:, None]), [rows[lo:lo + 150].numpy()],
                                      [lo + np.arange(150)[::-1]], [np.arange(150 - lo, 170 - lo)], a2a).stores[0]
-        store = features.store
+        store = features.tiers
         store.device_rows = store.table[:60]  # the first 60 table rows play the device tier
         monkeypatch.setattr(store, "served_by", lambda slots: (slots >= 60, slots < 60, torch.zeros_like(slots,
                                                                                                         dtype=bool)))

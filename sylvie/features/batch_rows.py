@@ -3,7 +3,7 @@ one buffer (``sylvie.sampling.batch_transfer``).
 
 ``RankFeatures.fetch`` does the collective part: where each row is held (its table position), and the rows of the
 others fetched from their owners (``PendingRows``). ``BatchRows`` lays out the rest (segments of the minibatch's
-``Layout``) by who serves each row (``FeatureStore.served_by``):
+``Layout``) by who serves each row (``TieredRows.served_by``):
 - rows the CPU gives: the fetched ones, and without a GPU or without zero-copy reads the table's. When the CPU gives
   every row, it writes each at its place and the segment is the input itself (on the CPU, the model's input is a
   view of the host buffer: the rows are written once, as before). Otherwise they are written back to back, with
@@ -38,9 +38,9 @@ class BatchRows:
     def __init__(self, features, pending: PendingRows, layout: Layout):
         """``features``: the ``RankFeatures`` that fetched ``pending``."""
         self.features, self.pending = features, pending
-        store = features.store
-        self.dim, self.dtype = store.dim, store.table.dtype
-        by_cpu, resident, mapped = store.served_by(pending.slots)
+        tiers = features.tiers
+        self.dim, self.dtype = tiers.dim, tiers.table.dtype
+        by_cpu, resident, mapped = tiers.served_by(pending.slots)
         self.cpu_slots, self.cpu_at = pending.slots[by_cpu], pending.held_at[by_cpu]
         self.resident = (pending.slots[resident], pending.held_at[resident])
         self.mapped = (pending.slots[mapped], pending.held_at[mapped])
@@ -56,11 +56,11 @@ class BatchRows:
         p, rows = self.pending, views[self.rows]
         fetched = p.fetched.to(self.dtype).contiguous().numpy()
         if self.in_place:
-            self.features.store.gather_into(self.cpu_slots, rows, self.cpu_at)
+            self.features.tiers.gather_into(self.cpu_slots, rows, self.cpu_at)
             put_rows(fetched, rows.numpy(), p.fetched_at.numpy())
         else:
             k = self.cpu_slots.numel()
-            self.features.store.gather_into(self.cpu_slots, rows, torch.arange(k))
+            self.features.tiers.gather_into(self.cpu_slots, rows, torch.arange(k))
             put_rows(fetched, rows.numpy(), torch.arange(k, rows.shape[0]).numpy())
             places = views[self.places]
             places[:k] = self.cpu_at
@@ -80,9 +80,9 @@ class BatchRows:
             hand_over(x)
         x.index_copy_(0, views[self.places], views[self.rows])
         (rs, ra), (ms, ma) = self.gathered
-        store = self.features.store
-        store.gather_resident(views[rs], x, views[ra])
-        store.gather_mapped(views[ms], x, views[ma])
+        tiers = self.features.tiers
+        tiers.gather_resident(views[rs], x, views[ra])
+        tiers.gather_mapped(views[ms], x, views[ma])
         return x
 
 
@@ -93,5 +93,5 @@ def gather_once(features, pending: PendingRows) -> torch.Tensor:
     rows = BatchRows(features, pending, layout)
     host = torch.empty(layout.nbytes, dtype=torch.uint8)
     rows.write(layout.views(host))
-    device = host if features.store.device.type == "cpu" else host.to(features.store.device)
+    device = host if features.tiers.device.type == "cpu" else host.to(features.tiers.device)
     return rows.finish(layout.views(device))

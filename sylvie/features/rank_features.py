@@ -1,7 +1,7 @@
 """Where a rank finds the input rows of its minibatches: its own rows, its cache of remote rows, or their owners.
 
 A rank's table holds its own rows, hottest first (``local_order``: by VIP when known, the order the feature store's
-tiers follow), then the rows of the remote vertices it caches, in a ``FeatureStore`` (device and host tiers).
+tiers follow), then the rows of the remote vertices it caches, in a ``TieredRows`` (device and host tiers).
 ``slot[v]`` is v's row in the table, or -1.
 The cache is filled once at start-up, from the owners, with one exchange (ids, then rows, in fp32). ``gather`` is
 collective, like ``RemoteRows.fetch``: every rank calls it once per minibatch, in the same order.
@@ -24,7 +24,7 @@ from sylvie.comm.remote_rows import RemoteRows
 from sylvie.comm.stats import CommStats
 from sylvie.features.batch_rows import PendingRows, gather_once
 from sylvie.features.host_memory import huge_page_table
-from sylvie.features.store import FeatureStore, check_store_options
+from sylvie.features.tiered_rows import TieredRows, check_store_options
 
 
 @dataclass
@@ -71,7 +71,7 @@ class RankFeatures:
                  gpu_fraction: float = 0.0, zero_copy: str = "auto", device: torch.device | str = "cpu"):
         """``own_rows[i]`` is the row of vertex ``part_offsets[rank] + i``; ``local_order`` lists the rank's own
         ids in table order; ``cached_ids`` the remote vertices to cache (fetched here, collectively).
-        ``gpu_fraction``, ``zero_copy`` and ``device`` place the table's tiers (``FeatureStore``)."""
+        ``gpu_fraction``, ``zero_copy`` and ``device`` place the table's tiers (``TieredRows``)."""
         offsets = np.asarray(part_offsets, np.int64)
         lo, n = int(offsets[rank]), int(offsets[-1])
         local_order = np.asarray(local_order, np.int64)
@@ -96,21 +96,21 @@ class RankFeatures:
             raise ValueError(f"rank {rank}: the cache may hold only other ranks' vertices")
         table[self.num_own:] = filler.fetch(cached_ids)
         self.slot[cached_ids] = torch.arange(self.num_own, self.num_own + self.num_cached, dtype=dtype)
-        self.store = FeatureStore(table, gpu_fraction, zero_copy, device)
+        self.tiers = TieredRows(table, gpu_fraction, zero_copy, device)
         self.stats = CommStats()  # the minibatches' remote fetches
-        self.remote = RemoteRows(rank, offsets, self.store.table, remote_bits, seed, all_to_all, self.stats,
+        self.remote = RemoteRows(rank, offsets, self.tiers.table, remote_bits, seed, all_to_all, self.stats,
                                  own_index)
         self.begin_epoch()
 
     def begin_epoch(self) -> None:
         """Start the epoch's account (``end_epoch``)."""
         self.stats.reset()
-        self.store.bytes_served.update({tier: 0 for tier in self.store.bytes_served})
+        self.tiers.bytes_served.update({tier: 0 for tier in self.tiers.bytes_served})
         self.rows, self.seconds = GatherCounts(), 0.0
 
     def account(self, device: torch.device | str = "cpu") -> torch.Tensor:
         """This rank's account of the epoch so far (float64; ``FetchEpoch.of`` reads a sum of them)."""
-        served, s = self.store.bytes_served, self.stats
+        served, s = self.tiers.bytes_served, self.stats
         return torch.tensor([self.rows.local, self.rows.cached, self.rows.remote, s.bytes_sent, s.fp32_bytes_sent,
                              s.bytes_received, served["device"], served["host"]], dtype=torch.float64, device=device)
 
@@ -125,11 +125,11 @@ class RankFeatures:
     @property
     def table(self) -> torch.Tensor:
         """Every row the rank holds (own rows hottest first, then cached ones), on the host."""
-        return self.store.table
+        return self.tiers.table
 
     @property
     def dim(self) -> int:
-        return self.store.dim
+        return self.tiers.dim
 
     def fetch(self, ids: torch.Tensor, key: tuple[int, ...] | None = None) -> PendingRows:
         """Where the rows of ``ids`` are: the table positions of those held, the others fetched from their owners

@@ -9,7 +9,7 @@ import torch
 
 from sylvie.config import check_run
 from sylvie.errors import SylvieError
-from sylvie.features.store import check_store_options
+from sylvie.features.tiered_rows import check_store_options
 from sylvie.formats.epoch_record import write_metrics
 from sylvie.formats.model_file import BY_LAST_EPOCH, ModelFile, save_model
 from sylvie.formats.partition_manifest import graph_layout, read_manifest

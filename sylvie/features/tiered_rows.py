@@ -1,5 +1,7 @@
 """A rank's feature rows in tiers (PyTorch-Direct with SALIENT++'s order): its own rows hottest first, then its
 cached remote rows, one table; rows of other ranks that are not cached come from their owners (``RankFeatures``).
+``TieredRows`` is the feature store of SALIENT++ and PyTorch-Direct, named for what it is: one table of rows, split in
+tiers (not PyG's ``FeatureStore``, an abstract key-value interface to tensors).
 
 Tiers, fastest first:
 - device: the first ``gpu_fraction`` of the rows, resident in GPU memory (an ``index_select`` there);
@@ -43,7 +45,7 @@ def check_store_options(gpu_fraction: float, zero_copy: str, has_gpu: bool) -> N
                           "threads reading host memory; use auto (on exactly when there is a GPU) or off")
 
 
-class FeatureStore:
+class TieredRows:
     def __init__(self, table: torch.Tensor, gpu_fraction: float = 0.0, zero_copy: str = "auto",
                  device: torch.device | str = "cpu"):
         """``table``: every row of the store, in store order, a C-contiguous CPU tensor (pinned already, or it is
