@@ -2,7 +2,7 @@
 libraries PyTorch users preload, on the rows of the old ``held_memory.py`` and on the products preset.
 
     python benchmarks/allocators.py --ours ce3c77d                        # every graph: ~60 minutes on 2 cores
-    python benchmarks/allocators.py --ours ce3c77d --graphs products-tenth --write benchmarks/README.md
+    python benchmarks/allocators.py --ours ce3c77d --graphs products-tenth --record
     python benchmarks/allocators.py --ours ce3c77d --variants ours now --graphs convergence   # before / after
 
 Variants (each a ``sylvie launch`` of 4 ranks on this machine, loopback):
@@ -49,7 +49,7 @@ from pathlib import Path
 
 import psutil
 from before_after import environ, version_env, worktrees
-from common import REPO, publish, run, synthetic_graph, synthetic_partition
+from common import REPO, add_record_option, publish, run, synthetic_graph, synthetic_partition
 from common import partition as partition_graph
 
 from sylvie.launch.allocator import library_dirs
@@ -173,13 +173,13 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=1, help="runs of each variant per row (a cell shows their "
                     "medians, with the runs of earlier invocations in the same --work)")
     ap.add_argument("--table-only", action="store_true", help="run nothing: the table of the runs in --work")
-    ap.add_argument("--write", help="a Markdown file whose table (between the markers) is replaced")
-    ap.add_argument("--section", default="allocators-table", help="the markers' name")
+    add_record_option(ap, "allocators")
+    ap.add_argument("--topic", default="allocators", help="the record's topic (default: allocators)")
     args = ap.parse_args()
     work = Path(args.work).resolve()
     if not args.table_only:
         measure(args, work)
-    publish(table(work, args.graphs), args.write, args.section)
+    publish(table(work, args.graphs), args.record and args.topic)
 
 
 def measure(args, work: Path) -> None:

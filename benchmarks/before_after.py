@@ -7,7 +7,7 @@ first run of each version, directly and under ``sylvie launch``). The runs alter
 before, after, ...) so that the drift of a shared machine hits both versions alike.
 
     python benchmarks/before_after.py --before f88f2bb                      # ~12-15 minutes on 2 cores
-    python benchmarks/before_after.py --before f88f2bb --write benchmarks/README.md
+    python benchmarks/before_after.py --before f88f2bb --record
     python benchmarks/before_after.py --before f88f2bb --after f88f2bb \\
         --sampled-nodes 20000 --sampled-epochs 3 --full-nodes 5000 --full-epochs 4 --repeats 1   # smoke test
 
@@ -44,10 +44,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from common import REPO, publish, run, synthetic_partition
+from common import REPO, add_record_option, publish, run, synthetic_partition
 
-SECTION = "before-after-table"
-HEADING = "## Before and after (`python benchmarks/before_after.py --before REV --write benchmarks/README.md`)"
 INTRO = ("The sampled epoch of `sampled.py` (one rank, the products-like graph) and the full-graph epoch of the "
          "convergence graph (4 ranks, loopback) timed with two versions of the code in one run, the runs "
          "alternating: the before revision in a temporary git worktree, the after one this working tree "
@@ -269,14 +267,6 @@ def table(measurements: list[Measurement], versions: dict, args) -> str:
     return "\n".join(lines)
 
 
-def add_heading(readme: Path) -> None:
-    """The section's heading and intro, before its markers, where the file has no such section yet."""
-    text = readme.read_text() if readme.exists() else ""
-    if f"<!-- {SECTION}:begin -->" not in text:
-        readme.write_text(f"{text.rstrip()}\n\n{HEADING}\n\n{INTRO}\n\n<!-- {SECTION}:begin -->\n"
-                          f"<!-- {SECTION}:end -->\n")
-
-
 def main() -> None:
     try:
         measure_and_publish()
@@ -302,7 +292,7 @@ def measure_and_publish() -> None:
     ap.add_argument("--only", choices=["sampled", "full"], help="one of the two measurements")
     ap.add_argument("--threads", type=int, default=os.cpu_count(), help="the sampled run's torch/numba threads")
     ap.add_argument("--work", default="results/bench-before-after", help="graphs, partitions and runs go here")
-    ap.add_argument("--write", help="a Markdown file whose table (between the markers) is replaced")
+    add_record_option(ap, "before-after")
     args = ap.parse_args()
     if args.sampled_epochs <= args.skip_sampled or args.full_epochs <= args.skip_full:
         ap.error("every run needs more epochs than it skips")
@@ -327,9 +317,7 @@ def measure_and_publish() -> None:
                 measurements += full_measurements(args, work)
         for m in measurements:
             measure(m, versions, args.repeats if m.key == "sampled" else args.full_repeats, runs, args.threads)
-    if args.write:
-        add_heading(Path(args.write))
-    publish(table(measurements, versions, args), args.write, SECTION)
+    publish(table(measurements, versions, args), args.record and "before-after", intro=INTRO)
 
 
 if __name__ == "__main__":

@@ -3,8 +3,8 @@ measured by running the trainer's sampler, with the VIP model's prediction besid
 (root), epoch time without a cache, with a VIP cache and with every feature everywhere.
 
     python benchmarks/cache.py                          # 200K nodes, 8 parts, fanouts (15, 10, 5), batch 1024
-    python benchmarks/cache.py --preset igbh --graph-nodes 1000000 --parts 4 --section cache-igbh-table
-    sudo python benchmarks/cache.py --cluster --rate 100mbit --write benchmarks/README.md
+    python benchmarks/cache.py --preset igbh --graph-nodes 1000000 --parts 4 --topic cache-igbh
+    sudo python benchmarks/cache.py --cluster --rate 100mbit --record
 
 Fanouts are given as SALIENT++ does, the first next to the seeds: (15, 10, 5) is DGL's NeighborSampler([5, 10, 15]).
 Each part's minibatches are what the trainer draws: its training vertices shuffled per epoch and cut evenly into
@@ -12,7 +12,7 @@ as many batches as the part with the most training vertices needs at the batch s
 minibatch that has it as an input and is owned by another part; a cached one costs nothing. The simulation policy
 ranks by access counts of 2 pre-sampled epochs of another random stream than the 2 measured. VIP's prediction of
 the same volume: minibatches x the sum of VIP over the remote vertices not cached (VIP for the effective batch
-size). --write replaces the tables between the markers in the file.
+size). --record also writes the tables to a new dated record under benchmarks/records/.
 
 A typed graph (``--preset igbh``, or a typed ``--graph``) is sampled as the trainer samples it, each fanout per
 relation, and its cache budget is bytes, as the trainer's: alpha x the bytes of every node's feature row / parts,
@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from common import partition, publish, steady_medians, sylvie, synthetic_graph
+from common import add_record_option, partition, publish, steady_medians, sylvie, synthetic_graph
 
 from sylvie.features.cache_policy import cache_budget, cache_budget_bytes, select_cache
 from sylvie.formats.partition_manifest import graph_layout, read_manifest
@@ -306,8 +306,8 @@ def main() -> None:
     ap.add_argument("--rate", default="100mbit", help="every node's link, a tc rate (default 100mbit)")
     ap.add_argument("--hidden", type=int, default=64)
     ap.add_argument("--work", default="results/bench-cache")
-    ap.add_argument("--write", help="a Markdown file whose tables (between the markers) are replaced")
-    ap.add_argument("--section", default="cache-volume-table", help="marker name of the volume table")
+    add_record_option(ap, "cache")
+    ap.add_argument("--topic", default="cache", help="the record's topic (default: cache)")
     args = ap.parse_args()
     if args.cluster and args.preset:
         ap.error("--cluster trains GraphSAGE on the homogeneous synthetic graph: no --preset")
@@ -319,9 +319,9 @@ def main() -> None:
     if not typed and args.parts == 4 and args.fanouts == [15, 10, 5] and args.batch == 1024:
         text += ("\n\nBeside SALIENT++ on ogbn-products (same parts, fanouts and batch; their artifact's table), the "
                  "share of the no-cache volume each policy removes:\n\n" + "\n".join(beside_salient(result)))
-    publish(text, args.write, args.section)
+    publish(text, args.record and args.topic)
     if args.cluster:
-        publish("\n".join(cluster_table(work, args)), args.write, "cache-cluster-table")
+        publish("\n".join(cluster_table(work, args)), args.record and args.topic)
 
 
 if __name__ == "__main__":

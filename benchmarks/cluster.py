@@ -2,28 +2,27 @@
 waited on (exposed) and hidden, and final test accuracy for six ways of exchanging halo data.
 
     sudo python benchmarks/cluster.py                 # 4 nodes at 1gbit, synthetic 200K nodes / 4M edges
-    sudo python benchmarks/cluster.py --rate 200mbit --epochs 20 --write benchmarks/README.md
+    sudo python benchmarks/cluster.py --rate 200mbit --epochs 20 --record
 
 Each configuration trains GraphSAGE (3 layers, hidden 256) on the same METIS partition with
 `sylvie bench cluster`: one torchrun node per network namespace, every link limited with tc tbf. Epoch
 time is the median over epochs after the first (synchronous) one; the baseline (vanilla fp32
 synchronous) is measured in the same run. Accuracy is evaluated once, after the last epoch, so no
-evaluation traffic shares the links with the training exchanges. --write replaces the table between the markers in
-the file.
+evaluation traffic shares the links with the training exchanges. --record also writes the table to a new dated
+record under benchmarks/records/.
 
 --bns instead trains boundary-node sampling (BNS-GCN, train.boundary_sampling) at p = 0.1, 0.5 and 1.0, each fp32
 synchronous and 1-bit pipelined, GraphSAGE 3 layers x 64, dropout 0.5, lr 0.01, weight decay 5e-4, on a synthetic
 graph of 50,000 nodes (degree 20, 64 features, 16 classes, 30% train, 10% validation) cut in METIS parts:
 
-    sudo python benchmarks/cluster.py --bns --rate 100mbit --epochs 60 --write benchmarks/README.md
+    sudo python benchmarks/cluster.py --bns --rate 100mbit --epochs 60 --record
     sudo python benchmarks/cluster.py --bns --partition /tmp/g50/p4 ...   # an existing partition of that graph
 
 --typed instead trains R-GCN 2 x 64 and R-GAT 2 x (4 x 16) (full-graph; authors, institutions and fields of study
 learnt as embeddings, their halo rows exchanged with the hidden layers') on the mag preset at --graph-nodes nodes
 in 4 METIS parts (every node type's count balanced), each fp32 synchronous and 1-bit pipelined:
 
-    sudo python benchmarks/cluster.py --typed --rate 100mbit --graph-nodes 193974 --epochs 10 \
-        --write benchmarks/README.md
+    sudo python benchmarks/cluster.py --typed --rate 100mbit --graph-nodes 193974 --epochs 10 --record
 """
 import argparse
 import statistics
@@ -31,7 +30,7 @@ import sys
 import time
 from pathlib import Path
 
-from common import partition, publish, synthetic_graph, synthetic_partition
+from common import add_record_option, partition, publish, synthetic_graph, synthetic_partition
 
 from sylvie.bench.cluster_run import train_on_cluster
 
@@ -59,10 +58,9 @@ def main() -> None:
     ap.add_argument("--features", type=int, default=64)
     ap.add_argument("--epochs", type=int, default=10)
     ap.add_argument("--work", default="results/bench-cluster", help="graph, partition and runs go here")
-    ap.add_argument("--write", help="a Markdown file whose table (between the markers) is replaced")
-    ap.add_argument("--section", default=None,
-                    help="marker name: the table goes between <!-- NAME:begin --> and <!-- NAME:end --> (default: "
-                         "cluster-table, with --bns cluster-bns)")
+    add_record_option(ap, "cluster")
+    ap.add_argument("--topic", default=None,
+                    help="the record's topic (default: cluster, with --bns cluster-bns, with --typed cluster-typed)")
     ap.add_argument("--bns", action="store_true", help="boundary-node sampling at p = 0.1, 0.5, 1 (see above)")
     ap.add_argument("--partition", help="--bns: an existing partition of the BNS graph (else made under --work)")
     ap.add_argument("--typed", action="store_true", help="R-GCN and R-GAT on the mag preset (see above)")
@@ -71,7 +69,6 @@ def main() -> None:
         return bns(args)
     if args.typed:
         return typed(args)
-    args.section = args.section or "cluster-table"
 
     work = Path(args.work)
     _, part = synthetic_partition(work, parts=args.nodes, nodes=args.graph_nodes, avg_degree=args.avg_degree,
@@ -105,7 +102,7 @@ def main() -> None:
         lines.append(f"| {r['name']} | {r['epoch']:.3f} | {base / r['epoch']:.2f}x | {r['exposed']:.3f} | "
                      f"{r['hidden']:.3f} | {r['compute']:.3f} | {r['codec']:.3f} | {r['mb']:.1f} | "
                      f"{r['sync']} | {r['acc']:.2%} |")
-    publish("\n".join(lines), args.write, args.section)
+    publish("\n".join(lines), args.record and (args.topic or "cluster"))
 
 
 def bns(args) -> None:
@@ -145,7 +142,7 @@ def bns(args) -> None:
     for r in rows:
         lines.append(f"| {r['p']:g} | {r['exchange']} | {r['epoch']:.3f} | {base / r['epoch']:.2f}x | "
                      f"{r['exposed']:.3f} | {r['mb']:.1f} | {r['sample_ms']:.1f} | {r['acc']:.2%} |")
-    publish("\n".join(lines), args.write, args.section or "cluster-bns")
+    publish("\n".join(lines), args.record and (args.topic or "cluster-bns"))
 
 
 TYPED_MODELS = [("R-GCN 2 x 64", ["--arch", "rgcn", "--hidden", "64"]),
@@ -187,7 +184,7 @@ def typed(args) -> None:
         base = next(b["epoch"] for b in rows if b["model"] == r["model"] and b["exchange"] == BNS_EXCHANGES[0][0])
         lines.append(f"| {r['model']} | {r['exchange']} | {r['epoch']:.3f} | {r['epoch'] / base:.2f}x | "
                      f"{r['exposed']:.3f} | {r['mb']:.1f} | {r['acc']:.2%} |")
-    publish("\n".join(lines), args.write, args.section or "cluster-typed")
+    publish("\n".join(lines), args.record and (args.topic or "cluster-typed"))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """What every benchmark shares: running a command (bounded in time; a failure names the command and shows its last
 lines), the synthetic graph and its partition (made once in a work directory, reused after), the provenance line
-printed under every table (commit, machine, date, versions) and ``--write``'s Markdown sections.
+printed under every table (commit, machine, date, versions) and ``--record``'s dated record files.
 
 The scripts are run as ``python benchmarks/X.py``, so this directory is on ``sys.path``: ``from common import ...``.
 """
@@ -277,23 +277,70 @@ def provenance() -> str:
     return f"Measured at commit {commit()} on {machine()}; {now}; {versions()}."
 
 
-# ------------------------------------------------------------------------------------------------------- tables
+# ------------------------------------------------------------------------------------------------------ records
 
-def write_section(path: str | Path, name: str, text: str) -> None:
-    """Replace the text between ``<!-- NAME:begin -->`` and ``<!-- NAME:end -->`` in a Markdown file (the markers are
-    appended if absent): how every benchmark's ``--write`` puts its table into benchmarks/README.md."""
-    begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
-    path = Path(path)
-    content = path.read_text() if path.exists() else ""
-    if begin not in content:
-        content += f"\n{begin}\n{end}\n"
-    head, rest = content.split(begin, 1)
-    path.write_text(f"{head}{begin}\n{text}\n{end}{rest.split(end, 1)[1]}")
+RECORDS = REPO / "benchmarks" / "records"
+_ours: set[Path] = set()  # the records this process created: later tables of the same run are appended to them
 
 
-def publish(table: str, write: str | Path | None = None, section: str | None = None) -> None:
-    """Print ``table`` with the provenance line under it; with ``write``, put both between ``section``'s markers."""
+def machine_name() -> str:
+    """A record's machine in its file name: the GPUs' model where there are any (``h200``, ``4xh100``), else the
+    cores and whether they are a virtual machine's (``2core-vm``, ``16core``)."""
+    import re
+
+    names = gpus()
+    if names != "no GPU":
+        first = names.removeprefix("GPU ").split(",")[0].strip()
+        count, _, model = first.rpartition(" x ") if " x " in first else ("", "", first)
+        found = re.findall(r"\b([A-Z]+\d+[A-Za-z]*)\b", model.replace("NVIDIA", ""))
+        slug = (found[0] if found else re.sub(r"[^a-z0-9]+", "-", model.lower()).strip("-")).lower()
+        return f"{count}x{slug}" if count else slug
+    try:
+        virtual = " hypervisor " in f" {Path('/proc/cpuinfo').read_text().replace(chr(10), ' ')} "
+    except OSError:
+        virtual = False
+    return f"{os.cpu_count()}core{'-vm' if virtual else ''}"
+
+
+def record_path(topic: str, day: datetime.date | None = None) -> Path:
+    """``benchmarks/records/<day>_<topic>_<machine>.md``, ``day`` today (UTC) by default."""
+    day = day or datetime.datetime.now(datetime.timezone.utc).date()
+    return RECORDS / f"{day.isoformat()}_{topic}_{machine_name()}.md"
+
+
+def add_record_option(ap, topic: str) -> None:
+    """``--record``: the script's tables also go into a new dated record (see :func:`publish`)."""
+    ap.add_argument("--record", action="store_true",
+                    help=f"also write the tables to a new record, benchmarks/records/<today>_{topic}_<machine>.md "
+                         "(an existing record is never overwritten)")
+
+
+def publish(table: str, record: str | None = None, *, intro: str | None = None) -> None:
+    """Print ``table`` with the provenance line under it; with ``record`` (a topic), also write both to the dated
+    record :func:`record_path` names. A record is written once: the first table of a run creates it (with the
+    command line, and ``intro`` under its heading), later tables of the same run are appended, and a record that
+    existed before the run is refused (the table is printed all the same)."""
     text = f"{table}\n\n{provenance()}"
     print(text, flush=True)
-    if write:
-        write_section(write, section, text)
+    if not record:
+        return
+    path = record_path(record)
+    if path in _ours:
+        with open(path, "a") as f:
+            f.write(f"\n{text}\n")
+        return
+    if path.exists():
+        raise SystemExit(f"{path} exists: a record is never rewritten; the table above is not recorded (rename "
+                         "or date the earlier record otherwise if both should stay)")
+    command = shlex.join(["python", f"benchmarks/{Path(sys.argv[0]).name}", *sys.argv[1:]])
+    head = f"Written by `{command}`.\n\n# {record} ({machine_name()}, {path.name[:10]})\n\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(head + (f"{intro}\n\n" if intro else "") + f"{text}\n")
+    try:
+        os.link(tmp, path)  # fails if another process made the record meanwhile: never replaced
+    except FileExistsError:
+        raise SystemExit(f"{path} exists: a record is never rewritten; the table above is not recorded") from None
+    finally:
+        tmp.unlink()
+    _ours.add(path)

@@ -2,7 +2,7 @@
 process (the baseline, in the same run): the accuracy a user who tries both sees.
 
     python benchmarks/convergence.py                    # 50K nodes, degree 20, 4 METIS parts, 3 seeds
-    python benchmarks/convergence.py --write benchmarks/README.md
+    python benchmarks/convergence.py --record
 
 Graph: ``sylvie download synthetic --nodes 50000 --avg-degree 20 --features 64 --classes 16 --train-fraction 0.3
 --val-fraction 0.1`` (the regimes benchmark's), ``sylvie partition --parts 4`` (METIS). Model: GraphSAGE-mean 3 x 64,
@@ -21,7 +21,7 @@ import dgl
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from common import BIN, publish, run, synthetic_partition
+from common import BIN, add_record_option, publish, run, synthetic_partition
 
 from sylvie.data.graph import load_graph
 from sylvie.formats.epoch_record import read_metrics
@@ -96,7 +96,7 @@ def main() -> None:
     ap.add_argument("--checkpoint", type=int, default=20, help="the earlier epoch whose accuracy is shown too")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--work", default="results/bench-convergence", help="graph, partition and runs go here")
-    ap.add_argument("--write", help="a Markdown file whose table (between the markers) is replaced")
+    add_record_option(ap, "convergence")
     args = ap.parse_args()
 
     work = Path(args.work)
@@ -133,7 +133,7 @@ def main() -> None:
     for name, runs in results.items():
         lines.append(f"| {name} | {cell(runs, 'first_loss')} | {cell(runs, args.checkpoint)} | "
                      f"{cell(runs, args.epochs)} | {cell(runs, 'last_loss')} |")
-    publish("\n".join(lines), args.write, "convergence-table")
+    publish("\n".join(lines), args.record and "convergence")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """A rank's training compute against its floor: our model against the same math in plain DGL / torch.
 
     python benchmarks/floor.py                          # 50K nodes, avg degree 20, 4 METIS parts, 3 x 64
-    python benchmarks/floor.py --write benchmarks/README.md
+    python benchmarks/floor.py --record
 
 For every rank of a 4-part METIS partition and every architecture (gcn, sage, gat), one training step's forward
 and backward (loss: cross-entropy summed over the rank's training rows, divided by the global number of training
@@ -43,14 +43,14 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from common import publish, synthetic_partition
+from common import add_record_option, publish, synthetic_partition
 
 from sylvie.comm.halo_exchange import HaloExchange
 from sylvie.comm.halo_plan import HaloPlan
 from sylvie.comm.stats import CommStats
 from sylvie.formats.partition_manifest import read_manifest
 from sylvie.launch.torchrun import plan_geometry, thread_env
-from sylvie.models.blocks import local_block
+from sylvie.models.blocks import relation_block
 from sylvie.models.gnn import GNN
 from sylvie.partition.shard_reader import read_shard
 
@@ -68,8 +68,7 @@ class Rank:
 
     def __init__(self, shards, k: int, self_loop: bool):
         s = shards[k]
-        self.block = local_block(s.edge_src, s.edge_dst, s.num_inner, s.num_halo, s.in_degree,
-                                 np.concatenate([s.out_degree, s.halo_out_degree]), self_loop)
+        self.block = relation_block(s.edge_src, s.edge_dst, s.num_inner + s.num_halo, s.num_inner, True, self_loop, s.in_degree, np.concatenate([s.out_degree, s.halo_out_degree]))
         self.dgl_block = dgl_block(self.block)
         halo_x = np.empty((s.num_halo, s.feat.shape[1]), np.float32)
         for j, other in enumerate(shards):
@@ -277,7 +276,7 @@ def main() -> None:
                                                 "`sylvie launch --ranks PARTS`)")
     ap.add_argument("--work", default="results/bench-floor", help="directory for the graph and its partition "
                                                                   "(reused if present)")
-    ap.add_argument("--write", help="a Markdown file whose table (between the markers) is replaced")
+    add_record_option(ap, "floor")
     args = ap.parse_args()
     threads = args.threads or int(thread_env(plan_geometry(args.parts), None, False, env={})["OMP_NUM_THREADS"])
     torch.set_num_threads(threads)
@@ -314,7 +313,7 @@ def main() -> None:
         s = shards[k]
         lines.append(f"| {k} | {arch} | {s.num_inner:,} + {s.num_halo:,} | " + " | ".join(
             f"{o * 1e3:.1f} | {f * 1e3:.1f} | {o / f:.2f}x" for o, f in times) + " |")
-    publish("\n".join(lines), args.write, "floor-table")
+    publish("\n".join(lines), args.record and "floor")
 
 
 if __name__ == "__main__":

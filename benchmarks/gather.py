@@ -1,7 +1,7 @@
 """Gathering feature rows, ``out[i] = table[idx[i]]``, from a table of several GB: the feature store's paths.
 
     python benchmarks/gather.py                       # CPU: 4 GB table, rows of 400, 512 and 1,536 bytes
-    python benchmarks/gather.py --write benchmarks/README.md
+    python benchmarks/gather.py --record
 
 CPU: the numba gather (``sylvie/comm/gather_cpu.py``) against ``torch.index_select`` and against a memory
 copy of the same number of bytes (contiguous rows: the bandwidth bound). GPU (when torch sees one): the zero-copy
@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 import torch
-from common import publish
+from common import add_record_option, publish
 
 from sylvie.comm.gather_cpu import gather_rows
 from sylvie.features.host_memory import huge_page_table
@@ -152,7 +152,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--pages", choices=("huge", "4k"), default="huge",
                     help="the table's pages: huge (advised, as the feature store allocates its host tier) or 4k")
-    ap.add_argument("--write", help="a Markdown file whose table (between the markers) is replaced")
+    add_record_option(ap, "gather")
     args = ap.parse_args()
     rng = np.random.default_rng(0)
     cpu, gpu = [], []
@@ -189,7 +189,7 @@ def main() -> None:
                          f" | {r['aligned/conventional']:.2f}x |")
     else:
         lines += ["", "No GPU visible: the zero-copy rows are not measured here."]
-    publish("\n".join(lines), args.write, "gather-table")
+    publish("\n".join(lines), args.record and "gather")
 
 
 if __name__ == "__main__":

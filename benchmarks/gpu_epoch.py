@@ -34,7 +34,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from common import publish
+from common import add_record_option, publish
 
 from sylvie.config import section
 from sylvie.data.registry import load
@@ -330,7 +330,7 @@ def main() -> None:
     ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     ap.add_argument("--profile", action="store_true", help="after the timings, PyTorch's profiler over 3 sampled "
                     "minibatches of each implementation: the operations that took the most time")
-    ap.add_argument("--write", help="a Markdown file whose table (between the markers) is replaced")
+    add_record_option(ap, "gpu-epoch")
     args = ap.parse_args()
     if len(args.fanouts) != args.layers:
         ap.error(f"--fanouts has {len(args.fanouts)} entries for {args.layers} layers")
@@ -380,7 +380,7 @@ def main() -> None:
     if copy_counts:
         lines.append("Host-to-device copies a sampled minibatch (PyTorch's profiler, 3 minibatches): "
                      + "; ".join(copy_counts) + ".")
-    publish("\n".join(lines), args.write, f"{device.type}-epoch-table")
+    publish("\n".join(lines), args.record and ("gpu-epoch" if device.type == "cuda" else "gpu-epoch-cpu"))
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ cut at 4 parts.
 
     python benchmarks/igbh_like.py                                  # 1/10 of IGBH-small: 313,127 nodes
     python benchmarks/igbh_like.py --scale 1                        # its size: 3,131,266 nodes (13 GB of features)
-    python benchmarks/igbh_like.py --scale 0.1 --write benchmarks/README.md
+    python benchmarks/igbh_like.py --scale 0.1 --record
 
 Measured, on the graph generated in this process (the generator's seconds and peak RSS printed):
 
@@ -31,7 +31,7 @@ import resource
 import sys
 import time
 
-from common import publish
+from common import add_record_option, publish
 from mag_like import cut, table, typed_shape
 
 from sylvie.config import section
@@ -91,8 +91,8 @@ def main() -> None:
     ap.add_argument("--no-cut", action="store_true", help="leave out METIS's cut (its minutes at full size)")
     ap.add_argument("--knob", action="append", default=[], metavar="NAME=VALUE",
                     help="a dataset knob over the preset's, e.g. features=128")
-    ap.add_argument("--write", help="a Markdown file whose table (between the markers) is replaced")
-    ap.add_argument("--section", default="igbh-like-table")
+    add_record_option(ap, "igbh-like")
+    ap.add_argument("--topic", default="igbh-like", help="the record's topic (default: igbh-like)")
     args = ap.parse_args()
     knobs = {k: int(v) if v.isdigit() else float(v) for k, v in (kv.split("=", 1) for kv in args.knob)}
     options, graph, seconds, peak = generate(args.scale, args.seed, knobs)
@@ -104,7 +104,7 @@ def main() -> None:
             f"{', ' + ', '.join(f'{k} {v:g}' for k, v in knobs.items()) if knobs else ''}); generated in "
             f"{seconds:.1f} s, peak {peak:.2f} GB. Published counts scaled by {args.scale:g}.")
     lines = table(ours, args.scale, PUBLISHED, SCALED, "IGBH-small", sources)
-    publish("\n".join([head, "", *lines]), args.write, args.section)
+    publish("\n".join([head, "", *lines]), args.record and args.topic)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """What our Numba-CUDA kernels ask of a GPU, measured without one: registers, shared memory and spills per thread.
 
     python benchmarks/kernel_resources.py                 # sm_90 (H100, H200)
-    python benchmarks/kernel_resources.py --write benchmarks/README.md
+    python benchmarks/kernel_resources.py --record
     make kernel-resources
 
 Each kernel (the Low-bit Module's encode, one per bit width, and decode, ``sylvie/comm/lowbit/cuda.py``; the
@@ -186,7 +186,8 @@ def toolchain(ptxas: str) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--arch", default="sm_90", help="the GPU architecture, sm_XY (default sm_90: H100, H200)")
-    ap.add_argument("--write", help="a Markdown file whose table (between the markers) is replaced")
+    ap.add_argument("--record", action="store_true",  # common is imported late: the tests load this file alone
+                    help="also write the table to a new record benchmarks/records/<date>_kernel-resources_<machine>.md")
     args = ap.parse_args()
     m = re.fullmatch(r"sm_(\d+)(\d)", args.arch)
     if m is None:
@@ -212,7 +213,7 @@ def main() -> None:
                      f"{r.spill_stores} / {r.spill_loads} | {r.barriers} | {r.bar_syncs} |")
     from common import publish
 
-    publish("\n".join(lines), args.write, "kernel-resources-table")
+    publish("\n".join(lines), args.record and "kernel-resources")
 
 
 if __name__ == "__main__":

@@ -70,7 +70,7 @@ def main() -> None:
     ap.add_argument("--dims", type=int, nargs="+", default=[128, 256, 602], help="feature dimensions D")
     ap.add_argument("--bits", type=int, nargs="+", default=[1, 2, 4, 8])
     ap.add_argument("--repeats", type=int, default=9)
-    ap.add_argument("--markdown", action="store_true", help="the table in Markdown, as benchmarks/README.md has it")
+    ap.add_argument("--markdown", action="store_true", help="the table in Markdown, as the records have it")
     args = ap.parse_args()
     if args.device == "cuda" and not torch.cuda.is_available():
         raise SystemExit("--device cuda: no CUDA device visible to torch")

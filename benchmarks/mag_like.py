@@ -4,7 +4,7 @@ accuracy of an MLP on the papers' features and of R-GCN (one process, full graph
 
     python benchmarks/mag_like.py                                   # ogbn-mag's size: 1,939,743 nodes
     python benchmarks/mag_like.py --scale 0.1 --epochs 60
-    python benchmarks/mag_like.py --scale 0.1 --write benchmarks/README.md
+    python benchmarks/mag_like.py --scale 0.1 --record
 
 Measured, on the graph generated in this process (the generator's seconds and peak RSS printed):
 
@@ -34,7 +34,7 @@ import time
 import numpy as np
 import torch
 import torch.nn.functional as F
-from common import publish
+from common import add_record_option, publish
 
 from sylvie.config import section
 from sylvie.data.generated import generate_from
@@ -198,8 +198,8 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=60, help="R-GCN's epochs (0: no accuracies)")
     ap.add_argument("--knob", action="append", default=[], metavar="NAME=VALUE",
                     help="a dataset knob over the preset's (calibration), e.g. homophily=0.5")
-    ap.add_argument("--write", help="a Markdown file whose table (between the markers) is replaced")
-    ap.add_argument("--section", default="mag-like-table")
+    add_record_option(ap, "mag-like")
+    ap.add_argument("--topic", default="mag-like", help="the record's topic (default: mag-like)")
     args = ap.parse_args()
     knobs = {k: float(v) for k, v in (kv.split("=", 1) for kv in args.knob)}
     graph, seconds, peak = generate(args.scale, args.seed, knobs)
@@ -211,7 +211,7 @@ def main() -> None:
     head = (f"The mag preset at {graph.num_nodes:,} nodes ({args.scale:g} of ogbn-mag; seed {args.seed}"
             f"{', ' + ', '.join(f'{k} {v:g}' for k, v in knobs.items()) if knobs else ''}); generated in "
             f"{seconds:.1f} s, peak {peak:.2f} GB. Published counts scaled by {args.scale:g}.")
-    publish("\n".join([head, "", *table(ours, args.scale)]), args.write, args.section)
+    publish("\n".join([head, "", *table(ours, args.scale)]), args.record and args.topic)
 
 
 if __name__ == "__main__":

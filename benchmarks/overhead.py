@@ -1,7 +1,7 @@
 """One rank of ``sylvie train`` against plain single-process DGL: the same GraphSAGE on the same graph.
 
     python benchmarks/overhead.py                      # 200K nodes, 4M edges, 64 features, GraphSAGE 3 x 128
-    python benchmarks/overhead.py --write benchmarks/README.md
+    python benchmarks/overhead.py --record
 
 Plain DGL is what a user would write: ``dgl.graph`` of the whole graph, three ``SAGEConv(mean)`` layers with ReLU
 and dropout between them, Adam, the mean cross-entropy over the training nodes. Sylvie is ``FullGraphTrainer`` on
@@ -20,7 +20,7 @@ from pathlib import Path
 import dgl
 import torch
 import torch.nn.functional as F
-from common import publish, synthetic_partition, whole_graph
+from common import add_record_option, publish, synthetic_partition, whole_graph
 
 from sylvie.config import section
 from sylvie.partition.shard_reader import read_shard
@@ -72,7 +72,7 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=6, help="per round; the median of epochs 2 onward counts")
     ap.add_argument("--rounds", type=int, default=2, help="alternating rounds of each")
     ap.add_argument("--work", help="directory for the graph and its partition (default: a temporary one)")
-    ap.add_argument("--write", help="a Markdown file whose table (between the markers) is replaced")
+    add_record_option(ap, "overhead")
     args = ap.parse_args()
     model_cfg = section("model", {"arch": "sage", "hidden": args.hidden, "layers": args.layers, "dropout": 0.5,
                                   "self_loop": False})
@@ -93,7 +93,7 @@ def main() -> None:
     for name, m in medians.items():
         lines.append(f"| {name} | " + " | ".join(f"{s:.3f}" for s in m) +
                      f" | {statistics.median(m) / base:.2f}x |")
-    publish("\n".join(lines), args.write, "overhead-table")
+    publish("\n".join(lines), args.record and "overhead")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 and the seconds each took, on the same graphs in one run.
 
     python benchmarks/partition_balance.py                             # Cora and two 30K-node synthetic graphs
-    python benchmarks/partition_balance.py --parts 4 8 16 --write benchmarks/README.md
+    python benchmarks/partition_balance.py --parts 4 8 16 --record
 
 - old: ``pymetis.part_graph`` k-way with the three balance constraints per node (1, is-train, in-degree) flattened
   into ``vweights``, the call sylvie made before. pymetis hands METIS one constraint per vertex, so vertex v was
@@ -31,10 +31,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-from common import REPO, publish
+from common import REPO, add_record_option, publish
 
-SECTION = "partition-balance-table"
-HEADING = "## Partition balance"
 CORA_RAW = REPO / "data" / "embedded" / "planetoid"
 SYNTHETIC = (  # (label, generator parameters)
     ("synthetic, degree 8, homophily 0.5", {"nodes": 30_000, "avg_degree": 8, "homophily": 0.5}),
@@ -122,8 +120,7 @@ def main() -> None:
     ap.add_argument("--parts", type=int, nargs="+", default=[4, 8, 16])
     ap.add_argument("--seed", type=int, default=0, help="METIS's seed for old and sylvie (DGL's is its own)")
     ap.add_argument("--no-dgl", action="store_true", help="leave DGL out (its rows say so)")
-    ap.add_argument("--write", help="a Markdown file whose table (under its '## Partition balance' heading, between "
-                                    "the markers) is replaced")
+    add_record_option(ap, "partition-balance")
     args = ap.parse_args()
     from sylvie.partition.metis import metis_input
 
@@ -187,18 +184,12 @@ def main() -> None:
                                                      for r in rows if r["empty"]) + ".")
     notes.append(f"Whole run: {time.perf_counter() - t_start:.0f} s.")
     table = "\n".join(lines) + "\n\n" + " ".join(notes)
-    if args.write:
-        readme = Path(args.write)
-        if f"<!-- {SECTION}:begin -->" not in (readme.read_text() if readme.exists() else ""):
-            with open(readme, "a") as f:
-                intro = ("Three METIS partitioners on the same graphs, all in one run: the pymetis call sylvie made "
-                         "before (three balance constraints per node flattened into one list, which pymetis reads as "
-                         "one constraint per vertex of a graph three times as large), `metis_assign` (METIS's "
-                         "multi-constraint k-way, every constraint within 1.03 of its mean) and DGL's "
-                         "`partition_graph` (METIS, balancing training nodes and edges).")
-                f.write(f"\n{HEADING} (`python benchmarks/partition_balance.py --write benchmarks/README.md`)\n\n"
-                        f"{textwrap.fill(intro, 118, break_on_hyphens=False)}\n")
-    publish(table, args.write, SECTION)
+    intro = ("Three METIS partitioners on the same graphs, all in one run: the pymetis call sylvie made "
+             "before (three balance constraints per node flattened into one list, which pymetis reads as "
+             "one constraint per vertex of a graph three times as large), `metis_assign` (METIS's "
+             "multi-constraint k-way, every constraint within 1.03 of its mean) and DGL's "
+             "`partition_graph` (METIS, balancing training nodes and edges).")
+    publish(table, args.record and "partition-balance", intro=textwrap.fill(intro, 118, break_on_hyphens=False))
 
 
 if __name__ == "__main__":

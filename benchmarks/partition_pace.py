@@ -3,7 +3,7 @@ ways, each trained on the emulated cluster (as root) with the same model, link r
 stores, and every rank's compute and wait time per epoch, before and after.
 
     sudo .venv/bin/python benchmarks/partition_pace.py        # synthetic 100K nodes, degree 16, 4 parts, 1gbit
-    sudo .venv/bin/python benchmarks/partition_pace.py --write benchmarks/README.md
+    sudo .venv/bin/python benchmarks/partition_pace.py --record
     sudo .venv/bin/python benchmarks/partition_pace.py --cpu-share 0   # the ranks share the cores freely
 
 - before: the pymetis call sylvie made before (``old`` of benchmarks/partition_balance.py): the three balance
@@ -44,12 +44,10 @@ import time
 from pathlib import Path
 
 import numpy as np
-from common import BIN, run, synthetic_graph
+from common import BIN, add_record_option, run, synthetic_graph
 from common import publish as publish_table
 from partition_balance import old
 
-SECTION = "partition-pace-table"
-HEADING = "## Partition balance and the pace of an epoch"
 PARTITIONS = ("before", "after")
 METHOD = {"before": "pymetis-flattened-weights", "after": "metis"}  # the manifest's method
 LABEL = {"before": "before (pymetis, flattened weights)", "after": "after (metis_assign)"}
@@ -238,9 +236,8 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=2, help="runs of each partition, alternating (default: 2)")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds one cluster run may take (default: 1800)")
     ap.add_argument("--work", default="results/bench-partition-pace", help="graph, partitions and runs go here")
-    ap.add_argument("--write", help="a Markdown file whose table (under its heading, between the markers) is "
-                                    "replaced")
-    ap.add_argument("--section", default=SECTION, help=f"marker name in --write's file (default: {SECTION})")
+    add_record_option(ap, "partition-pace")
+    ap.add_argument("--topic", default="partition-pace", help="the record's topic (default: partition-pace)")
     args = ap.parse_args()
     if args.epochs <= args.warmup:
         ap.error(f"--epochs {args.epochs} leaves nothing after --warmup {args.warmup}")
@@ -353,18 +350,12 @@ def main() -> None:
         print(f"warning: the machine was busy when the benchmark started (1-minute load average {load:.2f}): other "
               "work shares the cores with the ranks and blurs the times", file=sys.stderr)
     table = "\n".join(lines) + "\n\n" + " ".join(headline)
-    if args.write:
-        readme = Path(args.write)
-        if f"<!-- {args.section}:begin -->" not in (readme.read_text() if readme.exists() else ""):
-            intro = ("The same graph cut two ways, each trained on the emulated cluster with the same model and links: "
-                     "the pymetis call sylvie made before (three balance constraints flattened into one list: "
-                     "balanced on nothing in particular) and `metis_assign` (every constraint within 1.03 of its "
-                     "mean). In a synchronous epoch every rank waits for the one that computes longest; a rank's "
-                     "compute grows with the edges its part stores and with its rows (its own and its halo's).")
-            with open(readme, "a") as f:
-                f.write(f"\n{HEADING} (`sudo .venv/bin/python benchmarks/partition_pace.py --write "
-                        f"benchmarks/README.md`)\n\n{textwrap.fill(intro, 118, break_on_hyphens=False)}\n")
-    publish_table(table, args.write, args.section)
+    intro = ("The same graph cut two ways, each trained on the emulated cluster with the same model and links: "
+             "the pymetis call sylvie made before (three balance constraints flattened into one list: "
+             "balanced on nothing in particular) and `metis_assign` (every constraint within 1.03 of its "
+             "mean). In a synchronous epoch every rank waits for the one that computes longest; a rank's "
+             "compute grows with the edges its part stores and with its rows (its own and its halo's).")
+    publish_table(table, args.record and args.topic, intro=textwrap.fill(intro, 118, break_on_hyphens=False))
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ topology and the checksums).
 
     python benchmarks/partition_scale.py                              # 2,449,029 nodes, nested communities
     python benchmarks/partition_scale.py --scale 0.25 --structure blocks
-    python benchmarks/partition_scale.py --write benchmarks/README.md
+    python benchmarks/partition_scale.py --record
 
 The graph: ogbn-products' shape (2,449,029 nodes at scale 1, average degree 50 asked, 100 features, 47 classes, 8%
 training and 2% validation nodes), from the nested-communities generator (``structure: nested``, its default
@@ -25,10 +25,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from common import BIN, REPO, publish, run
+from common import BIN, REPO, add_record_option, publish, run
 from scale import PRODUCTS_NODES, STAGE_TIMEOUT_S, measured
 
-SECTION = "partition-scale-table"
 METIS_INPUT = ("xadj", "adjncy", "vweights")
 DUMP = f"""
 import sys, numpy as np
@@ -74,7 +73,7 @@ def main() -> None:
     ap.add_argument("--parts", type=int, default=4)
     ap.add_argument("--work", default="results/bench-partition-scale", help="graph, partition and logs go here")
     ap.add_argument("--rounds", type=int, default=3, help="runs of every row (default: 3; the median is shown)")
-    ap.add_argument("--write", help="a Markdown file whose table (between the markers) is replaced")
+    add_record_option(ap, "partition-scale")
     args = ap.parse_args()
     work = Path(args.work) / f"{args.structure}-x{args.scale:g}"
     work.mkdir(parents=True, exist_ok=True)
@@ -119,7 +118,7 @@ def main() -> None:
         ratios = " / ".join(f"{a[0] / b[0]:.2f}" for a, b in zip(runs["stage"], runs[lib], strict=True))
         lines.append(f"| stage / METIS {lib[1]}-bit | {median['stage'][0] / median[lib][0]:.2f}x (each round: "
                      f"{ratios}) | {median['stage'][1] / median[lib][1]:.2f}x |")
-    publish("\n".join(lines), args.write, SECTION)
+    publish("\n".join(lines), args.record and "partition-scale")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 edge cut and size on disk, at several part counts.
 
     python benchmarks/partitioners.py                                 # 500K nodes / 10M edges; 4, 8 and 16 parts
-    python benchmarks/partitioners.py --parts 4 --write benchmarks/README.md
+    python benchmarks/partitioners.py --parts 4 --record
 
 Both start from the same canonical graph on disk (`sylvie download synthetic`) and run in a fresh process each, so
 a process's peak RSS (from `wait4`) is the tool's own. Ours: `sylvie partition` (METIS k-way, balancing nodes,
@@ -17,7 +17,7 @@ import os
 import sys
 from pathlib import Path
 
-from common import BIN, publish, run, synthetic_graph
+from common import BIN, add_record_option, publish, run, synthetic_graph
 
 DGL_CHILD = r"""
 import json, sys
@@ -64,7 +64,7 @@ def main() -> None:
     ap.add_argument("--features", type=int, default=64)
     ap.add_argument("--parts", type=int, nargs="+", default=[4, 8, 16])
     ap.add_argument("--work", default="results/bench-partitioners")
-    ap.add_argument("--write", help="a Markdown file whose table (between the markers) is replaced")
+    add_record_option(ap, "partitioners")
     args = ap.parse_args()
     work = Path(args.work)
     graph = synthetic_graph(work / "graph", nodes=args.nodes, avg_degree=args.avg_degree, features=args.features,
@@ -86,7 +86,7 @@ def main() -> None:
              "| parts | tool | seconds | peak RSS GB | edge cut | on disk MB |",
              "| --- | --- | --- | --- | --- | --- |"]
     lines += [f"| {p} | {tool} | {s:.1f} | {m:.2f} | {c:.1%} | {d:.0f} |" for p, tool, s, m, c, d in rows]
-    publish("\n".join(lines), args.write, "partitioners-table")
+    publish("\n".join(lines), args.record and "partitioners")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ and of an MLP trained by plain DGL / torch (independent of Sylvie's trainer).
 
     python benchmarks/products_like.py                          # products scale: 2,449,029 nodes
     python benchmarks/products_like.py --scale 0.1 --accuracy-epochs 0
-    python benchmarks/products_like.py --write benchmarks/README.md
+    python benchmarks/products_like.py --record
 
 The graph is generated in this process (the generator's seconds and peak RSS are printed: issue 29's <= 60 s and
 <= 8 GB), then measured:
@@ -33,7 +33,7 @@ import time
 import numba
 import numpy as np
 import yaml
-from common import publish
+from common import add_record_option, publish
 
 from sylvie.config import section
 from sylvie.data.generated import generate_from
@@ -281,8 +281,8 @@ def main() -> None:
     ap.add_argument("--accuracy-epochs", type=int, default=4, help="GraphSAGE epochs (0: no accuracy rows)")
     ap.add_argument("--set", nargs="*", default=[], metavar="KNOB=VALUE",
                     help="dataset knobs over the preset's (to calibrate: --set homophily=0.9 locality=0.8)")
-    ap.add_argument("--write", help="a Markdown file whose table (between the markers) is replaced")
-    ap.add_argument("--section", default="products-like-table", help="marker name of the table")
+    add_record_option(ap, "products-like")
+    ap.add_argument("--topic", default="products-like", help="the record's topic (default: products-like)")
     args = ap.parse_args()
 
     knobs = {k: yaml.safe_load(v) for k, v in (item.split("=", 1) for item in args.set)}
@@ -300,7 +300,7 @@ def main() -> None:
             f"generated in {seconds:.1f} s, peak RSS {peak:.2f} GB (this process, before measuring). Clustering "
             f"over {args.clustering_sample:,} random nodes; minibatches: {args.batches} of 1024 seeds from part 0's "
             f"training nodes; accuracy: {args.accuracy_epochs} epochs of GraphSAGE (best validation epoch).")
-    publish("\n".join([head, "", *table(ours, args.scale)]), args.write, args.section)
+    publish("\n".join([head, "", *table(ours, args.scale)]), args.record and args.topic)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ and SALIENT++'s VIP cache), with validation accuracy against wall-clock time and
 common target accuracy.
 
     python benchmarks/regimes.py                       # 4 nodes at 100mbit, products-like, 244,903 nodes
-    python benchmarks/regimes.py --write benchmarks/README.md
+    python benchmarks/regimes.py --record
     python benchmarks/regimes.py --preset none --graph-nodes 50000 --avg-degree 20 --fanouts 10 10 10 --batch-size 256
 
 Every configuration runs on the same 4-part METIS partition with ``sylvie bench cluster`` (one torchrun node per
@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from common import publish, sylvie, synthetic_partition
+from common import add_record_option, publish, sylvie, synthetic_partition
 
 from sylvie.bench.cluster_run import train_on_cluster
 from sylvie.formats.partition_manifest import read_manifest
@@ -70,7 +70,7 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=128, help="sampled: seeds per rank and minibatch")
     ap.add_argument("--work", default="results/bench-regimes", help="graph, partition, VIP and runs go here")
     ap.add_argument("--plot", default="benchmarks/regimes.png", help="the time-to-accuracy plot (PNG)")
-    ap.add_argument("--write", help="a Markdown file whose table (between the markers) is replaced")
+    add_record_option(ap, "regimes")
     args = ap.parse_args()
 
     work = Path(args.work)
@@ -123,7 +123,7 @@ def main() -> None:
         lines.append(f"| {name} | {per_epoch:.2f} | {reached} | {val[best]:.2%} | {test:.2%} | {mb:.1f} |")
     plot_accuracy_over_time(runs, args.plot,
                             xlabel=f"seconds of training on {args.nodes} emulated nodes at {args.rate}")
-    publish("\n".join(lines), args.write, "regimes-table")
+    publish("\n".join(lines), args.record and "regimes")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ and 2 threads; and one rank's sampled epoch (``sylvie train --mode sampled``'s t
 plain DGL on the whole graph (``DataLoader`` + ``NeighborSampler``, at its best ``num_workers``).
 
     python benchmarks/sampled.py                       # products-like, 244,903 nodes, fanouts (15, 10, 5), batch 1024
-    python benchmarks/sampled.py --write benchmarks/README.md
+    python benchmarks/sampled.py --record
 
 The graph is the products-like preset (``preset: products``, ogbn-products' shape; see ``products_like.py``) at
 ``--graph-nodes`` nodes, cut into 4 METIS parts; the seeds are minibatches of part 0's training vertices. One hop
@@ -50,6 +50,7 @@ import numpy as np
 import torch
 from common import (
     BIN,
+    add_record_option,
     partition,
     publish,
     steady_medians,
@@ -181,7 +182,7 @@ def cluster_table(args, dgl_order: list[int]) -> None:
             f"{os.cpu_count()} cores; the products-like graph above ({args.graph_nodes:,} nodes) in 4 METIS parts; "
             f"GraphSAGE 3 x {args.hidden}, fanouts ({', '.join(map(str, args.fanouts))}), batch {args.batch_size} "
             f"per rank; no cache; rank 0's medians over epochs 2-{args.rank_epochs} (remote MB: all ranks).")
-    publish("\n".join(ranks_table(rows, head)), args.write, "sampled-cluster")
+    publish("\n".join(ranks_table(rows, head)), args.record and "sampled")
 
 
 def loopback_table(args) -> None:
@@ -211,7 +212,7 @@ def loopback_table(args) -> None:
             f"{os.cpu_count()} cores (`sylvie launch --ranks 4`, loopback); rank 0's medians over epochs "
             f"2-{args.rank_epochs}. DistDGL 1.1.3 (`train_dist.py`, one server and one trainer per part) on the same "
             f"graph, parts, model and cores: {DISTDGL_EPOCH_S:.2f} s/epoch, measured by the team, not in this run.")
-    publish("\n".join(ranks_table(rows, head)), args.write, "sampled-loopback")
+    publish("\n".join(ranks_table(rows, head)), args.record and "sampled")
 
 
 def set_threads(n: int) -> None:
@@ -237,7 +238,7 @@ def main() -> None:
     ap.add_argument("--prefetch", type=int, default=2, help="the pipelined runs' sampling.prefetch")
     ap.add_argument("--skip-one-rank", action="store_true", help="only the 4-rank tables")
     ap.add_argument("--work", default="results/bench-sampled")
-    ap.add_argument("--write", help="a Markdown file whose table (between the markers) is replaced")
+    add_record_option(ap, "sampled")
     args = ap.parse_args()
     if max(args.threads) > numba.config.NUMBA_NUM_THREADS:
         sys.exit(f"--threads {max(args.threads)} is more than numba's {numba.config.NUMBA_NUM_THREADS}: "
@@ -292,7 +293,7 @@ def throughput_table(args) -> None:
     for work, threads, edges, t_ours, t_dgl in rows:
         lines.append(f"| {work} | {threads} | {edges:,} | {t_ours:.4f} | {t_dgl:.4f} | {edges / t_ours / 1e6:.1f} | "
                      f"{edges / t_dgl / 1e6:.1f} | {t_dgl / t_ours:.2f}x |")
-    publish("\n".join(lines), args.write, "sampler-throughput")
+    publish("\n".join(lines), args.record and "sampled")
 
 
 def epoch_table(args, dgl_order: list[int]) -> None:
@@ -309,7 +310,7 @@ def epoch_table(args, dgl_order: list[int]) -> None:
              "", "| | s/epoch | vs plain DGL's best |", "| --- | --- | --- |"]
     for name, s in {**rows, "sylvie, 1 rank (prefetch 1)": ours}.items():
         lines.append(f"| {name} | {s:.2f} | {s / rows[best]:.2f}x |")
-    publish("\n".join(lines), args.write, "sampled-epoch")
+    publish("\n".join(lines), args.record and "sampled")
 
 
 if __name__ == "__main__":

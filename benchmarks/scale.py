@@ -2,7 +2,7 @@
 time and peak memory, and how they grow from 1/4 to full scale (linear would be 4x).
 
     python benchmarks/scale.py                          # 1/4, 1/2 and 1 x 2,449,029 nodes (~15 minutes on 2 cores)
-    python benchmarks/scale.py --scales 0.25 --write benchmarks/README.md
+    python benchmarks/scale.py --scales 0.25 --record
 
 The graph: the products preset (``preset: products``: ogbn-products' shape, its statistics beside the published ones
 in ``products_like.py``'s table; 2,449,029 nodes and 123.7M directed edges at full scale, 100 features, 47 classes,
@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 
 import psutil
-from common import BIN, publish, run
+from common import BIN, add_record_option, publish, run
 from partitioners import DGL_CHILD, disk_mb, last_json
 
 PRODUCTS_NODES = 2_449_029
@@ -97,7 +97,7 @@ def main() -> None:
     ap.add_argument("--scales", type=float, nargs="+", default=[0.25, 0.5, 1.0], help="fractions of products' nodes")
     ap.add_argument("--work", default="results/bench-scale", help="graphs, partitions, runs and logs go here")
     ap.add_argument("--dgl", action="store_true", help="also DGL's partitioner on the smallest scale's graph")
-    ap.add_argument("--write", help="a Markdown file whose tables (between the markers) are replaced")
+    add_record_option(ap, "scale")
     args = ap.parse_args()
     results = {}
     for scale in args.scales:
@@ -125,13 +125,13 @@ def main() -> None:
         growth = (f"{results[hi][name][0] / results[lo][name][0]:.2f}x / "
                   f"{results[hi][name][1] / results[lo][name][1]:.2f}x") if hi != lo else "-"
         lines.append(f"| {name} | {cells} | {growth} |")
-    publish("\n".join(lines), args.write, "scale-table")
+    publish("\n".join(lines), args.record and "scale")
     if args.dgl:
         rows = dgl_side_by_side(Path(args.work) / f"x{lo:g}")
         dgl_lines = [f"Partitioners on the x{lo:g} graph, 4 parts:", "",
                      "| tool | seconds | peak RSS GB | edge cut | on disk MB |", "| --- | --- | --- | --- | --- |"]
         dgl_lines += [f"| {t} | {s:.1f} | {r:.2f} | {c:.1%} | {d:.0f} |" for t, s, r, c, d in rows]
-        publish("\n".join(dgl_lines), args.write, "scale-partitioners")
+        publish("\n".join(dgl_lines), args.record and "scale")
 
 
 if __name__ == "__main__":

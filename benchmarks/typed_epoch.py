@@ -3,7 +3,7 @@ on our typed block: per relation our aggregation kernels) beside DGL's on the sa
 weights, the same threads, measured in the same run.
 
     python benchmarks/typed_epoch.py                                # the mag preset at 1/10: 193,974 nodes
-    python benchmarks/typed_epoch.py --scale 0.25 --write benchmarks/README.md
+    python benchmarks/typed_epoch.py --scale 0.25 --record
 
 DGL's model is the one DGL's own heterogeneous R-GCN example builds: per layer ``HeteroGraphConv`` of a
 ``GraphConv(norm="right")`` per relation (a mean over each relation's in-edges), summed, plus a self-loop weight and
@@ -19,7 +19,7 @@ other's.
 every type), MLPerf's R-GAT setting scaled down: 3 layers (``--heads`` x ``--hidden``, the last one head), fanouts
 (15, 10, 5) of every relation from the seeds, batches of 1024 training papers, Adam, dropout 0, float32.
 
-    python benchmarks/typed_epoch.py --sampled --write benchmarks/README.md     # 100,000 nodes, 128 features
+    python benchmarks/typed_epoch.py --sampled --record     # 100,000 nodes, 128 features
 
 Ours is ``sylvie train --mode sampled``'s trainer (``SampledTrainer``) on the graph's one-part partition, in this
 process (prefetch 1: sampling and gathering the input rows in the sampling thread, one minibatch ahead). DGL's is
@@ -41,7 +41,7 @@ import warnings
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from common import publish
+from common import add_record_option, publish
 
 from sylvie.config import section
 from sylvie.data.generated import generate_from
@@ -289,7 +289,7 @@ def sampled_main(args) -> None:
     lines += ["", f"Ours per epoch (medians): sampling {ours['sample_time']:.2f} s and gathering "
                   f"{ours['fetch_time']:.2f} s in the sampling thread, the model waiting {ours['fetch_wait_time']:.2f}"
                   f" s for them; forward, backward and step {ours['compute_time']:.2f} s."]
-    publish("\n".join(lines), args.write, args.section or "typed-sampled-epoch")
+    publish("\n".join(lines), args.record and (args.topic or "typed-sampled-epoch"))
 
 
 def main() -> None:
@@ -298,8 +298,9 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, help="epochs counted (default 8; --sampled 5)")
     ap.add_argument("--warm-up", type=int, help="epochs before them, not counted (default 2; --sampled 1)")
     ap.add_argument("--threads", type=int, default=torch.get_num_threads())
-    ap.add_argument("--write")
-    ap.add_argument("--section", help="default: typed-epoch-table, with --sampled typed-sampled-epoch")
+    add_record_option(ap, "typed-epoch")
+    ap.add_argument("--topic", default=None,
+                    help="the record's topic (default: typed-epoch, with --sampled typed-sampled-epoch)")
     sampled = ap.add_argument_group("--sampled: one rank's sampled R-GAT epoch on the igbh preset")
     sampled.add_argument("--sampled", action="store_true")
     sampled.add_argument("--nodes", type=int, default=100_000)
@@ -356,7 +357,7 @@ def main() -> None:
     for arch, o, d in rows:
         name = "R-GCN 2 x 64" if arch == "rgcn" else "R-GAT 2 x (4 x 16)"
         lines.append(f"| {name} | {o:.3f} | {d:.3f} | {o / d:.2f}x |")
-    publish("\n".join(lines), args.write, args.section)
+    publish("\n".join(lines), args.record and (args.topic or "typed-epoch"))
 
 
 if __name__ == "__main__":
