@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 import torch
-from common import publish
+from common import add_record_option, publish
 from gpu_epoch import in_edges
 
 from sylvie.config import section
@@ -36,7 +36,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--fractions", type=float, nargs="+", default=[0.0, 0.5, 1.0])
     ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
-    ap.add_argument("--write", help="a Markdown file whose table (between the markers) is replaced")
+    add_record_option(ap, "feature-store")
     args = ap.parse_args()
     if args.device == "cuda" and not torch.cuda.is_available():
         raise SystemExit("--device cuda: no CUDA device visible to torch (--device cpu for a smoke run)")
@@ -103,7 +103,7 @@ def main() -> None:
         lines.append(f"| {c[0]:g} | {c[1] if device.type == 'cuda' else 'n/a (CPU)'} | {dev_rows / rows:.0%} | "
                      f"{rows / sec / 1e6:.1f} | {rows * store.row_bytes / sec / 1e9:.1f} | "
                      f"{sec / len(batches) * 1e3:.2f} |")
-    publish("\n".join(lines), args.write, "feature-store-table")
+    publish("\n".join(lines), args.record and "feature-store")
 
 
 def _served(store: TieredRows, slots: torch.Tensor, device) -> torch.Tensor:
