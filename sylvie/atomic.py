@@ -1,13 +1,8 @@
-"""Atomic outputs: write under a temporary name in the same directory, then rename.
+"""Atomic outputs: write under a temporary name in the same directory, then rename, so a failed stage leaves nothing
+half-written at the final path.
 
-A stage that fails part-way leaves nothing at the final path, so Snakemake (and users) never see
-half-written files. A directory output replaces only an earlier output of the same kind (``output_dir``);
-a write that fails because the disk is full says so, naming the path.
-
-The temporary name, ``.<name>.tmp-<pid>_<host>_<random>``, says who writes it: a process killed mid-write (out of
-memory, ``kill -9``) leaves it behind, and the next write of the same output removes it once that writer is gone
-(its pid dead on this host). Nothing else is removed: not another output's temporaries, not a live writer's, not
-one written on another host (a shared file system: its writer cannot be checked from here).
+The temporary name ``.<name>.tmp-<pid>_<host>_<random>`` says who writes it: the next write of the same output
+removes one left by a dead writer on this host, and nothing else. A full disk is said, naming the path.
 """
 from __future__ import annotations
 

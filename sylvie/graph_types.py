@@ -1,9 +1,6 @@
-"""What a typed graph is made of: its node types, its relations ``(source type, name, destination type)`` and the
-target type that carries the labels and splits. A homogeneous graph is the case of one node type and one relation
-(``HOMOGENEOUS``): every stage takes a ``GraphTypes`` and has one path for both.
-
-Node ids of all types share one id space (the canonical graph's, and a part's local one) in type-contiguous ranges,
-in the order of ``node_types``; an edge's relation is its index in ``relations``.
+"""What a typed graph is made of: node types, relations ``(source type, name, destination type)`` and the target
+type that carries labels and splits. A homogeneous graph is one type and one relation (``HOMOGENEOUS``), so every
+stage has one path for both. Node ids of all types share one id space in type-contiguous ranges.
 """
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""Where sylvie's messages go. Every module logs to its own logger under ``sylvie`` (``logging.getLogger(__name__)``);
-the commands (``sylvie.cli``, the launcher's supervisor) call ``configure`` once: one handler on the ``sylvie``
-logger that writes each message as one line on stderr through ``tqdm.write``, so that a progress bar on the
-terminal is redrawn under the line instead of being torn by it. Level INFO (the epoch lines, what a stage wrote),
-WARNING with ``--quiet``, DEBUG with ``--verbose``. A program that imports sylvie as a library configures logging
-as it likes; sylvie adds no handler of its own there.
+"""Where sylvie's messages go. Modules log to ``logging.getLogger(__name__)``; the commands call ``configure`` once:
+one handler writing each message as a line on stderr through ``tqdm.write``, so a progress bar is not torn. INFO by
+default, WARNING with ``--quiet``, DEBUG with ``--verbose``. As a library, sylvie adds no handler.
 """
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
 """What this machine can hold, and the refusal of work that cannot fit, before it starts: a clear error with the
-estimate, where an allocator would fail halfway (numpy's or torch's traceback) or the kernel's OOM killer would
-stop the process without a word.
-
-``available_bytes`` is the kernel's MemAvailable, or less where a cgroup of this process (a container, a Slurm job's
-or step's; v2 or v1) limits it. The estimates given to ``check_fits`` are lower bounds of what the work holds at its
-peak, so that what is refused cannot fit, while what passes may still not."""
+estimate instead of a traceback halfway or a silent OOM kill. ``available_bytes`` is MemAvailable or a cgroup's
+limit; the estimates given to ``check_fits`` are lower bounds, so what is refused cannot fit.
+"""
 from __future__ import annotations
 
 from pathlib import Path
@@ -122,8 +119,8 @@ def check_fits(need: int, what: str, advice: str, available: int | None = None, 
                           f"{where} has available; {advice}")
 
 
-# `sylvie partition`'s peak per node of a products-shaped graph (average degree 50): 15.92 GB at 2,449,029 nodes
-# (benchmarks/README.md, the scale table); METIS's own ~100 bytes an edge is most of it
+# `sylvie partition`'s measured peak per node of a products-shaped graph (average degree 50), METIS's own memory
+# most of it: benchmarks/records/2026-11-29_scale_2core-vm.md
 PARTITION_BYTES_PER_NODE = 6_500
 
 

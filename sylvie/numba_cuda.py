@@ -1,22 +1,9 @@
 """numba-cuda, as every CUDA kernel of ours imports it: ``from sylvie.numba_cuda import cuda``.
 
-numba-cuda (0.30.4, the newest on PyPI in 2026-11, and earlier) registers a CUDA version of ``np.row_stack`` while
-it loads its array typing, which happens at the first kernel it compiles. numpy 2.5 removed ``row_stack`` (an
-alias of ``vstack``, deprecated since numpy 2.0), so with numpy >= 2.5 every first compile raised
-``AttributeError: module 'numpy' has no attribute 'row_stack'`` (seen on the GPU machine: numpy 2.5.2, numba 0.68,
-numba-cuda's kernels, every one of them). Where numpy lacks the name, it is given back here as a function of its
-own that stacks as ``vstack`` does, before numba-cuda is imported; where numpy has it, nothing changes.
-
-Warp intrinsics in the CUDA simulator. numba-cuda's simulator (``NUMBA_ENABLE_CUDASIM=1``; 0.30.4 and earlier)
-has no ``shfl_sync``, ``shfl_up_sync``, ``shfl_down_sync``, ``shfl_xor_sync``, ``ballot_sync``, ``any_sync``,
-``all_sync`` nor ``eq_sync``: a kernel that calls one fails there with ``AttributeError``. Our warp-level kernels
-(the Low-bit Module's, the zero-copy gather) use them, so under the simulator they are added here, with the
-semantics CUDA documents: PTX ``shfl.sync`` with c = 31 (``shfl_up_sync``'s source below lane 0 and
-``shfl_down_sync``'s above lane 31 give the lane its own value), ``vote.sync.ballot`` with lane j's predicate in
-bit j, ``vote.sync.any``, ``.all`` and ``.uni``. The simulator runs every thread of a block as a Python thread, so
-the lanes named in the mask meet at an exchange, each leaving its value, and each reads its source lane's. Stricter
-than a GPU, where these are undefined: a lane outside the mask, a source lane outside it, or a lane of the mask that
-exits before the call, raises.
+Two repairs, applied before numba-cuda loads: numpy 2.5 removed ``np.row_stack``, which numba-cuda registers at its
+first compile, so where numpy lacks it an equivalent is given back; and the CUDA simulator lacks the warp intrinsics
+(``shfl_*_sync``, ``ballot_sync``, votes), so they are added there with CUDA's documented semantics, stricter than a
+GPU where a lane is outside the mask.
 """
 import threading
 

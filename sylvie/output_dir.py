@@ -1,13 +1,8 @@
 """Where a stage may write: never over what it did not write.
 
-Two checks, both before any work and again when an output directory is replaced:
-
-- **location**: an output is never ``/``, the home directory, the working directory or one of its parents,
-  a stage input, a parent of an input, or a path inside an input;
-- **ownership**: an existing output directory is replaced only when it is empty or holds exactly what the
-  same kind of stage writes (its marker file, readable, and no other entries but Snakemake's
-  ``.snakemake_timestamp`` of a directory output, replaced with the rest). Anything else is refused
-  with the entries that are not ours named; nothing is removed.
+Checked before any work and again at replacement: an output is never ``/``, home, the working directory or its
+parents, nor an input, its parent or inside it; an existing directory is replaced only when empty or holding exactly
+what the same kind of stage writes (its marker file). Anything else is refused, naming the foreign entries.
 """
 from __future__ import annotations
 

@@ -1,11 +1,8 @@
-"""An exclusive lock on a stage's output for as long as the stage writes it, as ``train.lock`` is for a run.
+"""An exclusive lock on a stage's output while the stage writes it, as ``train.lock`` is for a run.
 
-``flock`` on ``.<name>.lock`` beside the output (the output itself is a directory or file that the stage replaces
-at the end, so the lock cannot live inside it), taken without waiting: a second stage writing the same output fails
-at once and names the holder (stage, host, pid, since when). The holder removes the file as it lets go, and a
-taker checks after locking that the name still leads to the file it locked (else it locked a file just removed, and
-tries again), so two writers never hold two files of one name. The kernel releases the lock when its holder dies,
-however it dies; the file it leaves is taken over, and removed, by the next writer.
+``flock`` on ``.<name>.lock`` beside the output, taken without waiting: a second writer fails at once, naming the
+holder. The holder removes the file as it lets go, and a taker checks the name still leads to the file it locked, so
+two writers never hold two files of one name. The kernel releases the lock of a dead holder.
 """
 from __future__ import annotations
 

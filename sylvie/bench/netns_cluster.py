@@ -1,10 +1,6 @@
-"""An emulated cluster on one machine: P network namespaces joined by a bridge, each node's link
-rate-limited both ways with ``tc qdisc ... tbf``.
-
-Node k lives in namespace ``<tag>n<k>`` with one interface, ``NODE_IFACE``, at 10.<a>.<b>.<k+1>/24; the
-bridge ``<tag>br`` and the host-side veth ends ``<tag>v<k>`` carry no address. The limit applies to what
-a node sends (on its own interface) and to what it receives (on the bridge's end of its veth). Needs root.
-``with NetnsCluster(...)`` always tears everything down, also on an exception or Ctrl-C.
+"""An emulated cluster on one machine: P network namespaces joined by a bridge, each node's link rate-limited both
+ways with ``tc qdisc ... tbf``. Node k is namespace ``<tag>n<k>`` at 10.<a>.<b>.<k+1>/24. Needs root; ``with
+NetnsCluster(...)`` always tears everything down, also on an error or Ctrl-C.
 """
 from __future__ import annotations
 

@@ -1,16 +1,8 @@
 """Boundary-node sampling (BNS-GCN, Wan et al., MLSys 2022): each epoch every rank keeps a random share p of its
-halo rows, drawn afresh every epoch; the rest, and their edges, drop out of that epoch's subgraph, so the halo
-exchanges of the epoch (features forward, feature gradients backward) carry only the kept rows.
+halo rows; the rest and their edges drop out of that epoch, so its exchanges carry only the kept rows.
 
-Every rank computes every decision it needs without a message: whether receiver r keeps its halo rows owned by rank
-j at epoch e comes from a generator seeded by (run seed, e, r, j), which draws one uniform per row of that block
-(``recv_counts[j]`` at r, the same number as ``send_counts[r]`` at j, whose send list to r is in r's halo order); a
-row is kept when its uniform is below p. The receiver restricts its halo rows with the draw, the owner its send list,
-and the two agree row for row. Decisions for any epoch can be taken ahead of it, which is what a pipelined epoch
-needs (it sends, in the background, the rows the next epoch's sample keeps).
-
-p = 1 keeps every row: the sample is the full plan itself (the same object every epoch), so training takes exactly
-the path it takes without sampling.
+Every decision comes from a generator seeded by (run seed, epoch, receiver, owner), so sender and receiver agree
+without a message and any epoch's sample can be drawn ahead (as pipelining needs). p = 1 is the full plan itself.
 """
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""The collectives of a run: the all-to-all the halo exchange sends with (torch.distributed by default, injectable
-for tests) and the all-reduce of sums (gradients, counts), made of all-to-alls on the CPU.
-
-An all-to-all is a callable ``(recv, send, recv_sizes, send_sizes, async_op) -> work``: it sends
-``send_sizes[j]`` elements of ``send`` to rank j and receives ``recv_sizes[j]`` from j into ``recv``; with
-``async_op`` it returns a handle whose ``wait()`` completes it, otherwise None. A simulator of several ranks
-in one process (tests) plugs in here, so the exchange's autograd runs without torchrun.
+"""The collectives of a run: the all-to-all the halo exchange sends with (torch.distributed by default, injectable)
+and the all-reduce of sums, made of all-to-alls on the CPU. An all-to-all is a callable ``(recv, send, recv_sizes,
+send_sizes, async_op) -> work``, so tests plug in a simulator of several ranks in one process.
 """
 from __future__ import annotations
 
@@ -18,9 +14,8 @@ AllToAll = Callable[[torch.Tensor, torch.Tensor, list[int], list[int], bool], ob
 
 # Up to this many bytes, an all-reduce on the CPU is one all-to-all: every rank sends the whole tensor to every peer
 # and adds up the copies it gets. gloo's all-reduce is a ring of 2(P-1) steps, each a wake-up of the next rank: for
-# a small tensor it costs 3-4x an all-to-all at 4 ranks on one machine (counters or Cora's gradients: 7-8 ms
-# against 2-2.6 ms) and as much at 2. Above it the ring sends fewer bytes ((2(P-1)/P x the tensor against (P-1) x)
-# and wins: benchmarks/collectives.py, whose table in benchmarks/README.md chose this bound.
+# a small tensor it costs several all-to-alls. Above it the ring sends fewer bytes ((2(P-1)/P x the tensor against
+# (P-1) x) and wins. benchmarks/collectives.py chose this bound: benchmarks/records/2026-11-27_collectives_2core-vm.md.
 ONE_STEP_BYTES = 128 * 1024
 
 

@@ -1,12 +1,8 @@
 """The halo plan: which inner rows each peer needs from this rank, and where received rows go.
 
-Built once, from arrays (a shard's halo table): the halo rows are sorted by owner, so the rows received from
-peer j are the contiguous block of halo rows j owns; each rank tells every owner which of its inner rows it
-needs (one all-to-all of counts, one of row indices), which gives the owner its send list. The plan gathers
-the rows to send (forward) and adds the gradients peers send back into the inner rows (backward).
-
-``restrict`` gives the plan of a subset of the halo rows (boundary-node sampling: the rows kept this epoch), with
-which a round's rows and gradients travel instead.
+Built once from a shard's halo table (halo rows sorted by owner, so each peer's rows are one block) with two
+all-to-alls (counts, row indices). It gathers the rows to send and adds returned gradients into the inner rows.
+``restrict`` gives the plan of a subset (boundary-node sampling).
 """
 from __future__ import annotations
 

@@ -1,22 +1,9 @@
-"""The halo rows as an autograd function: features forward, feature gradients backward, obtained two ways.
+"""The halo rows as an autograd function: features forward, feature gradients backward, fresh or stale.
 
-**Fresh** (synchronous): gather the rows peers need, send them (``halo_wire``), and the received block *is*
-the halo rows (they are ordered by owner). Backward, the halo rows' gradients travel back to their owners
-the same way and are added into the owners' inner-row gradients.
-
-**Stale** (pipelined): the halo rows are those received during the previous round, and the gradients added
-into the inner rows are those peers sent back during the previous round's backward; this round's rows and
-gradients go out in the background, for the next round (``StaleHalo`` holds them).
-
-With ``keep_for_next``, what this round receives (fresh) or sends in the background (stale) is kept in the
-``StaleHalo`` for the next round.
-
-Each round has its plan (``plan``) and knows the next round's (``next_plan``); they differ under boundary-node
-sampling, where every round keeps its own sample of the halo rows. Forward rows kept for the next round are
-always that round's rows: a stale round gathers them with ``next_plan``, and a fresh round whose next plan
-differs sends them ahead in the background (one more exchange, of the next sample's rows), as it cannot keep
-what it received for its own sample. Gradients kept for the next round belong to this round's plan, and the
-next round adds them into the inner rows with it.
+Fresh: gather the rows peers need, send them (``halo_wire``); backward, gradients travel back and are added into the
+owners' inner rows. Stale (pipelined): use the previous round's rows and gradients while this round's go out in the
+background (``StaleHalo``). Under boundary-node sampling each round has its own plan, so rows kept for the next round
+are always gathered with that round's plan.
 """
 from __future__ import annotations
 

@@ -1,14 +1,8 @@
 """Rows of vertices other ranks own, fetched on demand: the communication primitive of sampled training.
 
-Vertex ids live in a partition's id space, where rank j owns ``part_offsets[j] .. part_offsets[j + 1]``.
-``fetch(ids)`` is collective (every rank calls it, with its own ids, possibly none): one all-to-all of counts, one
-of ids, then the owners answer with one all-to-all of rows, in fp32, in fp16 (``bits=16``) or at a Low-bit width
-through a ``Wire`` (``bits`` 1-8: the Sylvie idea applied to fetched features). The rows come back in the order of
-``ids``. A rank may store its own rows in any order (hottest first, say): ``own_index[i]`` is the row of its i-th
-vertex in ``own_rows``. Low-bit rounding is random: ``key`` (e.g. epoch and minibatch) names the fetch's random
-stream, so a resumed run rounds as the uninterrupted one did. With one rank there is nothing to fetch and no
-collective is called. ``send_to_owners(ids, rows)`` is the way back: each row goes to the owner of its id (fp32),
-which gets its own rows' indices and the rows (a learnt table's gradient rows, say), collectively as ``fetch``.
+``fetch(ids)`` is collective: all-to-alls of counts, ids, then rows (fp32, fp16 or Low-bit through a ``Wire``), the
+rows returned in the order of ``ids``. ``key`` names the fetch's random stream, so a resumed run rounds as the
+uninterrupted one did. ``send_to_owners`` is the way back (a learnt table's gradient rows).
 """
 from __future__ import annotations
 

@@ -1,11 +1,8 @@
 """What a stale (pipelined) round computes with: the halo rows and gradients of the previous round.
 
-Per (layer, direction), rows received by a synchronous round or an exchange still in flight in the
-background, each with the halo plan it belongs to (with boundary-node sampling every round has its own:
-forward rows are sent for the round that uses them, gradients are added into the inner rows with the send
-list of the round that produced them, ``used_plan``); ``take`` waits only if they are still on the wire. Optional
-exponential smoothing (PipeGCN): the rows used are ``s * rows used last round + (1 - s) * rows received``,
-applied only when both belong to the same plan (the same rows): rows of another sample are never blended.
+Per (layer, direction), the rows received or still in flight, each with the halo plan it belongs to (under
+boundary-node sampling every round has its own); ``take`` waits only if they are still on the wire. Optional
+exponential smoothing (PipeGCN) blends rows only of the same plan.
 """
 from __future__ import annotations
 

@@ -1,15 +1,9 @@
-"""The Bounded Staleness Adaptor: which epochs exchange halo data synchronously (fresh) and which compute
-with the previous epoch's (stale, pipelined).
+"""The Bounded Staleness Adaptor: which epochs exchange halo data synchronously (fresh) and which compute with the
+previous epoch's (stale, pipelined).
 
-Rules, in order: epoch 0 (and the first epoch after a resume) is synchronous; with pipelining off every
-epoch is; with bound K >= 1, an epoch is synchronous when the last synchronous one is K epochs back (so at
-least every K-th epoch is synchronous; K = 1 is plain synchronous training, K = 0 means no bound); the
-adaptive policy also makes an epoch synchronous when the boundary data changed by more than
-``drift_tolerance`` (relative, fp32, all ranks) over the last measured epoch.
-
-Decisions are taken two epochs ahead: at the end of epoch t the adaptor fixes epoch t+2. Epoch t+1 must
-know whether epoch t+2 is stale (then it sends its rows in the background) or fresh (then it sends
-nothing: no exchange is wasted). Every rank takes the same decisions from the same all-reduced signal.
+Epoch 0 and the first after a resume are synchronous; with bound K, at least every K-th epoch is; the adaptive
+policy also syncs when the boundary rows drifted beyond ``drift_tolerance``. Decisions are taken two epochs ahead,
+so an epoch knows whether to send its rows for the next; every rank decides alike from one all-reduced signal.
 """
 from __future__ import annotations
 

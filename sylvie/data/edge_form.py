@@ -1,11 +1,9 @@
-"""Whether an edge list is already in the undirected form METIS and the topology want: both directions of every
-edge, no self-loops, no duplicates, sorted by source then destination (what both generators and the symmetrised
-loaders store, ``graph.undirected_keys``). Then the list *is* the graph's CSR (rows: the sources; in a row: the
-destinations ascending), in-edges and out-edges are the same, and nothing needs sorting.
+"""Whether an edge list is already in the undirected form METIS and the topology want: both directions, no
+self-loops or duplicates, sorted by source then destination. Then the list is the graph's CSR and nothing needs
+sorting.
 
-One pass (numba): keys ``src * n + dst`` strictly increasing and loop-free, and the edge set equal to its transpose,
-checked by comparing two 64-bit sums of hashed keys, forward and transposed: a list that is not symmetric passes with
-probability about 2**-128.
+One numba pass: keys strictly increasing, and symmetry checked by comparing two 64-bit hashed sums (forward and
+transposed).
 """
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
-"""``sylvie export``: a canonical graph written out as the files a user's own graph comes in (an edge list and a node
-table: Parquet, Arrow or CSV/TSV, optionally gzip), which ``source: files`` reads back. For other tools, and to try the
-files source on a known graph: its ids may be strings, its labels class names, its rows shuffled. A graph made from a
-user's own files is written with its own ids and class names (``node_keys.arrow``, meta.json's ``class_names``)
-unless ``--id-prefix`` or ``--class-names`` says otherwise. Prints the ``datasets:`` entry that reads the files back.
-
-The output folder is written as the other stages write theirs (``output_dir``): never the dataset nor a folder
-holding or inside it, all or nothing (a temporary folder, then renamed), and it replaces only an earlier export
-(``export.json`` tells one).
+"""``sylvie export``: a canonical graph written out as the files a user's own graph comes in (an edge list and a
+node table: Parquet, Arrow or CSV/TSV, optionally gzip), which ``source: files`` reads back; it prints that
+``datasets:`` entry. For other tools, and to try the files source on a known graph. Written as every stage writes
+(``output_dir``): all or nothing, replacing only an earlier export.
 """
 from __future__ import annotations
 

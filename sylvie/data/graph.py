@@ -1,24 +1,26 @@
 """The canonical graph: what every dataset becomes after download, and all that partitioning reads.
 
-On disk a canonical graph is a directory:
-
-    nodes.arrow   Arrow IPC file, one row per node: feat (fixed_size_list<float32>[D]), label (int64,
-                  -1 = unlabelled), one bool column per split (``SPLITS``: train, val, test)
-    edges.arrow   Arrow IPC file, one row per directed edge src -> dst (int64 node ids)
-    meta.json     name, counts, num_classes, source, fingerprint (sha256 of the arrays); class_names where the
-                  labels were given as names (class i is class_names[i]); checksum, of all its other fields
-                  (``sylvie.formats.checksum``; a meta.json written before it is read unchecked)
-    node_keys.arrow  only for a graph made from a user's files with their own node ids
-                  (``sylvie/formats/node_keys.py``; a typed graph's: of its target type's nodes)
-
-A typed graph (``sylvie.graph_types``: node types, relations, a target type) is the same directory with its node ids
-type-contiguous (``type_counts`` per type, in ``meta.json`` with the types), each edge's relation index in a
-``relation`` column (int16) of ``edges.arrow``, and each node type's features in ``features.<t>.arrow`` (t: the
-type's index; no file for a type without features) rather than a ``feat`` column; labels and splits on the target
-type's nodes only. A homogeneous graph is the case of one type and one relation, written as before.
-
-The directory is written atomically and validated both when written and when read.
+A directory of Arrow files (``nodes.arrow``, ``edges.arrow``, a typed graph's ``features.<t>.arrow``) and
+``meta.json`` (counts, fingerprint, checksum). A typed graph has type-contiguous node ids and each edge's relation; a
+homogeneous graph is the case of one type and one relation. Written atomically and validated when written and read.
+Layout: below.
 """
+# On disk a canonical graph is a directory:
+#
+#     nodes.arrow   Arrow IPC file, one row per node: feat (fixed_size_list<float32>[D]), label (int64,
+#                   -1 = unlabelled), one bool column per split (``SPLITS``: train, val, test)
+#     edges.arrow   Arrow IPC file, one row per directed edge src -> dst (int64 node ids)
+#     meta.json     name, counts, num_classes, source, fingerprint (sha256 of the arrays); class_names where the
+#                   labels were given as names (class i is class_names[i]); checksum, of all its other fields
+#                   (``sylvie.formats.checksum``; a meta.json written before it is read unchecked)
+#     node_keys.arrow  only for a graph made from a user's files with their own node ids
+#                   (``sylvie/formats/node_keys.py``; a typed graph's: of its target type's nodes)
+#
+# A typed graph (``sylvie.graph_types``: node types, relations, a target type) is the same directory with its node ids
+# type-contiguous (``type_counts`` per type, in ``meta.json`` with the types), each edge's relation index in a
+# ``relation`` column (int16) of ``edges.arrow``, and each node type's features in ``features.<t>.arrow`` (t: the
+# type's index; no file for a type without features) rather than a ``feat`` column; labels and splits on the target
+# type's nodes only. A homogeneous graph is the case of one type and one relation, written as before.
 from __future__ import annotations
 
 import contextlib
@@ -242,8 +244,8 @@ def degrees(graph: Graph) -> tuple[np.ndarray, np.ndarray]:
 
 def sorted_unique(keys: np.ndarray, kind: str = "quicksort") -> np.ndarray:
     """``np.unique(keys)``, sorting ``keys`` in place (``kind``: numpy's sort; a stable sort of integers merges
-    sorted runs in linear time). numpy >= 2.3's np.unique hashes instead of sorting: on tens of millions of random
-    edge keys that took 50 s where sorting takes 1 s, and grew faster than linearly."""
+    sorted runs in linear time). numpy >= 2.3's np.unique hashes instead of sorting, which on tens of millions of
+    random edge keys is far slower and grows faster than linearly."""
     keys.sort(kind=kind)
     first = np.empty(keys.shape[0], dtype=bool)
     first[:1] = True

@@ -1,39 +1,9 @@
-"""``structure: igbh`` (the ``igbh`` preset): a typed citation graph shaped like IGBH-small, scaled by ``nodes``.
+"""``structure: igbh`` (the ``igbh`` preset): a typed citation graph shaped like IGBH-small (MLPerf's R-GAT dataset
+family), scaled by ``nodes``.
 
-IGBH (Illinois Graph Benchmark, heterogeneous; Khatua et al., KDD 2023, arXiv 2302.13522) is what MLPerf Training's
-GNN benchmark trains R-GAT on (IGBH-full there); IGBH-small (the second of its five sizes) has the four node types
-and relations every size has (large and full add journal and conference). Four node types, named as IGB names them,
-in IGBH-small's counts (paper 1,000,000, author 1,926,066, institute 14,751, fos 190,449: 3,131,266 nodes), and four
-relations in its edge counts per node ((paper, cites, paper) 12,070,502, (paper, written_by, author) 4,553,516,
-(author, affiliated_to, institute) 1,630,476, (paper, topic, fos) 7,234,122: 25,488,616 edges), each relation's
-reverse added (rev-<name>) unless ``reverse_relations`` is off, as MLPerf's reference loader adds rev_<name> at
-every size (it makes cites undirected instead of reversing it; IGB's own loader for small adds none). Those counts
-are the ones DGL's IGBH loader asserts on the files it downloads (dmlc/dgl examples/graphbolt/rgcn/download.py,
-``num_nodes`` and ``num_edges``); graphlearn-for-pytorch's examples/igbh/dataset.py (MLPerf's reference) has the
-same paper and author counts. Every type carries ``features`` features (IGB gives 1024 on each of the four, float32:
-Sentence-BERT embeddings; the DGL loader asserts (n, 1024) for every type): the centroid of the node's class plus
-noise (``sylvie.data.synthetic.class_features``), papers' the class of their label (another for a ``label_noise``
-share), the other types' their home class. Papers carry the labels: ``classes`` of them, 19 by the preset, IGB's
-loader's default (``--num_classes`` 19 in IGB's dataloader and in graphlearn-for-pytorch's commands; the other label
-set has 2,983 topics, which MLPerf's reference trains on at IGBH-full), because 19 coarse fields keep many papers
-per class at the sizes a test or a laptop runs, while 2,983 classes need 2,983 papers at least (about 9,350 nodes)
-and leave a handful each (set ``classes: 2983`` for MLPerf's label count). Class sizes are skewed ((c + 1)^-0.7, as
-the mag preset's venues): IGB's per-class counts are not published in numbers we found. The split is IGB's loader's
-(``IGBHeteroDGLDataset``): a random permutation of all papers, the first 60% train, the next 20% validate, the rest
-test (``train_fraction``, ``val_fraction``).
-
-Every node has a log-normal degree propensity (log-std ``degree_sigma``; IGB publishes no degree distribution) and a
-class; an edge's source is drawn by propensity, its destination within the source's class or anywhere, so that a
-share ``relation_homophily[name]`` (``homophily`` for a relation it does not name) of the relation's edges join two
-nodes of one class, in expectation (the edges drawn anywhere that land in the class by chance counted; a class with
-no node of the destination type draws anywhere; a repeated edge, dropped, is more often one within a class, so a
-small graph's shares land a little under: 0.005 to 0.02 at 30,000 nodes). IGBH's homophily per relation is not
-published where we looked (IGB's repository and leaderboard, what we could search of its paper,
-graphlearn-for-pytorch, MLPerf's reference, DGL's loader), so the preset's values are our assumptions, not
-measurements: cites 0.75 (19 classes are broad fields: a citation mostly stays in its field), written_by 0.8 (an
-author writes mostly in one field), topic 0.9 (a fos node is a finer field inside one broad field) and affiliated_to
-0.4 (an institute spans many fields: its home field says little about its authors'). ``benchmarks/igbh_like.py``
-prints the preset beside IGBH-small's published statistics.
+IGBH-small's four node types and relations in its counts per node, reverses added as MLPerf's loader adds them;
+features on every type; 19 paper classes and IGB's 60/20/20 split. IGBH publishes no homophily per relation, so the
+preset's are assumptions. ``benchmarks/igbh_like.py`` compares the two.
 """
 from __future__ import annotations
 

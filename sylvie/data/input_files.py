@@ -1,8 +1,7 @@
-"""The files a table is read from, each checked before it is read: a path is one file or a folder of files of one
-kind (Spark's part files), of which every entry but hidden and ``_``-prefixed ones is a readable regular file or is
-refused by name (a dangling link, a FIFO: never skipped), and every file holds what its name says (not empty, not
-another kind by its first bytes, not Feather V1, not a Parquet file cut short or encrypted, not text in UTF-16 or
-UTF-32)."""
+"""The files a table is read from, each checked before it is read: a file or a folder of part files, every entry a
+readable regular file or refused by name (never skipped), and every file what its name says (not empty, not another
+kind, not truncated or encrypted Parquet, not UTF-16 text).
+"""
 from __future__ import annotations
 
 import errno

@@ -1,21 +1,9 @@
 """``structure: mag`` (the ``mag`` preset): a typed citation graph shaped like ogbn-mag, scaled by ``nodes``.
 
-Four node types in ogbn-mag's proportions (paper 736,389, author 1,134,649, institution 8,740, field_of_study 59,965
-of 1,939,743) and four relations in its edge counts per node (author writes paper 7,145,660, paper cites paper
-5,416,271, paper has_topic field_of_study 7,505,078, author affiliated_with institution 1,043,998), each relation's
-reverse added unless ``reverse_relations`` is off (as R-GCN and R-GAT recipes for ogbn-mag do). Papers carry the
-labels (``classes`` venues, their sizes skewed as venues' are: class c's share ~ (c + 1)^-0.7), ``features``
-features (their venue's centroid plus noise, ``label_noise`` of them following another venue), and a split by a
-year-like score (the first ``train_fraction`` of the papers by score train, the next ``val_fraction`` validate, the
-rest test: ogbn-mag trains on the years before 2018, validates on 2018 and tests on 2019). The other types have no
-features: a model learns an embedding for each of their nodes.
-
-Every node has a log-normal degree propensity (log-std ``degree_sigma``: most authors write a paper or two, a few
-write hundreds); an edge picks its ends by propensity. Authors, institutions and fields have a home venue (drawn as
-papers' venues are): an author writes papers, a paper cites papers and has topics in its (home) venue with
-probability ``homophily``, else anywhere; an author's institution shares its home venue with the same probability.
-So the venue is learnt from a paper's own features, its citations, its authors' other papers and its topics, as
-R-GCN learns it on ogbn-mag. ``benchmarks/mag_like.py`` prints the preset beside ogbn-mag's published statistics.
+Four node types and four relations in ogbn-mag's proportions, each relation's reverse added (as R-GCN and R-GAT
+recipes do). Papers carry features, venue labels (skewed sizes) and a year-like split; the other types have no
+features (a model learns embeddings). Authors, institutions and fields have a home venue, so a paper's venue is learnt
+from its neighbours. ``benchmarks/mag_like.py`` compares the preset with ogbn-mag.
 """
 from __future__ import annotations
 

@@ -1,32 +1,9 @@
-"""A deterministic graph with the structure of real ones (ogbn-products' shape): communities nested at several scales,
-heavy-tailed degrees, clustering, labels that follow communities, and a split that can follow a node score.
+"""A deterministic graph with the structure of real ones (ogbn-products' shape): nested communities, heavy-tailed
+degrees, clustering, labels that follow communities, and a split that can follow a node score.
 
-Every node belongs to one community per level: a *leaf* of about ``community_size`` nodes, groups of ``branching``
-leaves, groups of those, ..., up to its *class community* (``classes`` of them: the top level, the node's label but
-for the ``label_noise`` share of atypical nodes). Nodes are sorted by leaf, so every community at every level is one
-contiguous range of that order, and a node is drawn from any of them by propensity with one search
-(``sylvie.data.synthetic.sample_in_blocks``).
-
-Every edge picks its source by propensity (Pareto, heavy-tailed degrees as in ``synthetic``). With probability
-``homophily`` it stays in the source's class community, and there it descends the hierarchy: it stays in the
-source's leaf with probability ``locality``, else in its level-1 group with probability ``locality``, and so on
-(level l or below with probability 1 - (1 - locality)^(l+1)); what reaches the top lands anywhere in the class
-community. The other edges land anywhere in the graph. So most edges close inside small dense communities
-(clustering: a leaf of 64 nodes with ~20 edges a node inside it is a third complete), a METIS part is mostly closed
-(it can take whole leaves and groups), and a few hops from a node stay mostly in its communities. Edges are made
-undirected, without self-loops or duplicates.
-
-Features are the centroid of the node's label plus Gaussian noise (``synthetic.class_features``). ``label_noise``
-relabels single nodes (``atypical: nodes``, as the block model: their features follow the new label, their edges
-their class community), or whole leaves (``atypical: communities``): their edges and features stay their class
-community's, so neither predicts their label, while edges inside the leaf still join equal labels. That is how
-ogbn-products can have an edge homophily of 0.81 and a GraphSAGE accuracy of 79%: relabelling single nodes costs
-homophily twice over (both ends of an edge), and features that follow the new label give it back to the model.
-
-The split is random, or (``split: score``) by a node score as ogbn-products' is by sales rank: the top
-``train_fraction`` of the scores train, the next ``val_fraction`` validate, the rest test; the score is the node's
-degree propensity times log-normal noise, so popular nodes train, as products with high sales rank have many
-co-purchases.
+Nodes are sorted by leaf community, so every community is a contiguous range. An edge stays in its source's class
+with probability ``homophily`` and descends the hierarchy by ``locality``; ``label_noise`` relabels single nodes or
+whole leaves (``atypical``).
 """
 from __future__ import annotations
 

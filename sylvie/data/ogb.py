@@ -118,7 +118,7 @@ def load_ogb(name: str, root: str | Path, mirror: str | None = None, timeout_s: 
     src, dst = graph["edge_index"].astype(np.int64)
     src, dst, loops = remove_self_loops(src, dst)
     if SYMMETRIZE[name]:
-        key = undirected_keys(src, dst, int(graph["num_nodes"]))  # np.unique hashes: ~60x slower at products' size
+        key = undirected_keys(src, dst, int(graph["num_nodes"]))  # np.unique hashes: far slower at products' size
         src, dst = edges_of_keys(key, int(graph["num_nodes"]))
     n = int(graph["num_nodes"])
     labels = np.asarray(labels, dtype=np.float64).reshape(-1)

@@ -1,18 +1,8 @@
 """Planetoid citation graphs (Cora, CiteSeer, PubMed): our own reader of the Planetoid files, no DGL.
 
-The files ``ind.<name>.{x,y,tx,ty,allx,ally,graph,test.index}`` (Yang et al. 2016, as Kipf's GCN code reads them)
-are Python 2 pickles of scipy sparse matrices (x, tx, allx: feature rows), numpy arrays (y, ty, ally: one-hot
-labels) and a dict of adjacency lists (graph), and a text file of test node ids (test.index). They are unpickled
-with an allowlist of exactly those classes (``_PlanetoidUnpickler``), never anything but files of those names.
-
-The graph built is the one DGL 1.1.3's ``CoraGraphDataset`` / ``CiteseerGraphDataset`` / ``PubmedGraphDataset`` give
-(``dgl/data/citation_graph.py``, kept as the tests' reference), array for array and edge for edge: the test rows put
-back in place, CiteSeer's missing test nodes as zero rows, the adjacency lists made symmetric in networkx's order,
-the features row-normalised with scipy as DGL does it, the split of Kipf and Welling (train: the first len(y) nodes,
-val: the next 500, test: the test.index nodes). Then self-loops are dropped, as for every dataset.
-
-A missing dataset is downloaded, if allowed, from DGL's data server (``URL``: the zip DGL downloads), into the folder
-DGL itself would use, so that folders DGL filled before are still read.
+The files are Python 2 pickles, unpickled with an allowlist of exactly the classes they hold. The graph built is the
+one DGL 1.1.3's citation datasets give, array for array (the tests' reference), with Kipf and Welling's split. A
+missing dataset is downloaded, if allowed, from DGL's server into the folder DGL would use.
 """
 from __future__ import annotations
 

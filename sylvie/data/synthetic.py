@@ -1,17 +1,9 @@
 """A deterministic degree-corrected stochastic block model with class-informative features.
 
-Each node belongs to one of ``classes`` blocks. Node degree propensities are heavy-tailed (Pareto), so degrees
-are skewed as in real graphs. Every edge picks its source by propensity; with probability ``homophily`` its
-destination comes from the same block (else from a uniformly chosen block), again by propensity. Edges are made
-undirected, with self-loops and duplicates removed.
-
-A node's label is its block, except for a ``label_noise`` share of nodes whose label is drawn uniformly (atypical
-nodes, as real graphs have: a product in a category its neighbours are not in). Features are the centroid of the
-node's *label* plus Gaussian noise of std ``feature_noise``. So the graph says "the block", the features say "the
-label", weakly: with label_noise 0 and little feature noise every model is right about every node (the 99.9% of
-earlier tables); with the defaults a model must weigh a node's own noisy features against its neighbourhood, and
-full-graph GraphSAGE lands between 60% and 85% (measured in benchmarks/README.md), so what compression, staleness
-or sampling cost shows in accuracy. Atypical nodes do not change the structure: METIS cuts the same edges.
+Degrees are heavy-tailed (Pareto); an edge stays in its source's block with probability ``homophily``. A node's
+label is its block except for a ``label_noise`` share; features are the label's centroid plus noise. With the
+defaults a model must weigh a node's own features against its neighbourhood, so what compression, staleness or
+sampling costs shows in accuracy.
 """
 from __future__ import annotations
 
@@ -137,8 +129,8 @@ def check_parameters(*, nodes: int, avg_degree: float, features: int, classes: i
 
 def generation_bytes(nodes: int, avg_degree: float, features: int) -> int:
     """A lower bound of a generator's peak memory: the features (float32) and the edges in both directions (two
-    int64 ids each), which it holds together at its end (the products preset at full size: 2.96 GB by this bound,
-    3.32 GB measured, benchmarks/README.md's scale table)."""
+    int64 ids each), which it holds together at its end (the measured peak beside it:
+    benchmarks/records/2026-11-29_scale_2core-vm.md)."""
     return int(nodes * features * 4 + nodes * avg_degree * 16)
 
 

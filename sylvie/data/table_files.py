@@ -1,9 +1,6 @@
 """Tables given as files the way data engineers hold them, read in chunks: Parquet, Arrow IPC/Feather, CSV or TSV
-(optionally gzip), and ``.npy`` arrays. A path is one file or a folder of files of one kind (Spark's part files), read
-in name order as one table. Nothing here holds more than one chunk of a file at a time; callers keep what they need
-of each chunk (a column, converted) and let the rest go.
-
-Every error names the file and, where it applies, the column and the first bad row (:func:`row_name`).
+(optionally gzip), and ``.npy``. A path is a file or a folder of part files read in name order; no more than one
+chunk is held at a time. Every error names the file and, where it applies, the column and row.
 """
 from __future__ import annotations
 
@@ -221,8 +218,8 @@ def chunks(files: list[Path], kind: str, columns: list[str], what: str,
                 first += batch.num_rows
                 del batch
                 # what the chunk took, back to the system at once: Arrow's pool (mimalloc or jemalloc) keeps it for
-                # reuse otherwise, and converting the products preset at 1/10 from Parquet peaked at 0.90 GB with
-                # 1M-row chunks, 0.80 GB with 16 MB chunks and 0.60 GB with these releases too
+                # reuse otherwise: the conversion's peak was lowest with these releases
+                # (benchmarks/records/2026-11-28_file-conversion_2core-vm.md)
                 pa.default_memory_pool().release_unused()
         except (pa.ArrowException, OSError) as e:  # pyarrow's IO errors (a Parquet page unreadable) are OSError
             if kind in DELIMITERS and isinstance(e, pa.ArrowException):

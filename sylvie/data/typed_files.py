@@ -1,10 +1,8 @@
-"""``source: files`` for a typed graph: a node table per node type (``node_tables``: type -> file or folder) and an
-edge list per relation (``relations``: source type, name, destination type, edges), in any of the formats of a
-homogeneous graph's files (``table_files``), read by the same readers. The nodes' ids (``node_key``) are looked up
-within their own type's table, so two types may use the same ids. Only the ``target`` type's table carries labels
-and the split; a type whose table has none of ``feature_columns`` has no features (the models learn an embedding
-for it). A relation's edges are taken as directed, from source type to destination type (repeats dropped, and
-self-loops within one type); ``reverse_relations`` adds each one's reverse."""
+"""``source: files`` for a typed graph: a node table per node type and an edge list per relation, in any format of a
+homogeneous graph's files (``table_files``). Node ids are looked up within their own type; only the target type
+carries labels and the split; a type without feature columns gets a learnt embedding. Edges are directed as given;
+``reverse_relations`` adds reverses.
+"""
 from __future__ import annotations
 
 import dataclasses

@@ -1,16 +1,9 @@
-"""One node type's input rows of a sampled minibatch on their way to the training device, inside the minibatch's
-one buffer (``sylvie.sampling.batch_transfer``).
+"""One node type's input rows of a sampled minibatch on their way to the training device, inside the minibatch's one
+buffer (``sylvie.sampling.batch_transfer``).
 
-``RankFeatures.fetch`` does the collective part: where each row is held (its table position), and the rows of the
-others fetched from their owners (``PendingRows``). ``BatchRows`` lays out the rest (segments of the minibatch's
-``Layout``) by who serves each row (``TieredRows.served_by``):
-- rows the CPU gives: the fetched ones, and without a GPU or without zero-copy reads the table's. When the CPU gives
-  every row, it writes each at its place and the segment is the input itself (on the CPU, the model's input is a
-  view of the host buffer: the rows are written once, as before). Otherwise they are written back to back, with
-  their places beside them, and the device puts them in place after the copy (``index_copy_``);
-- rows the GPU gathers itself (its device tier; the host tier read zero-copy): their table positions and places.
-``write`` fills the host buffer's segments; ``finish`` makes the input rows on the device from the copy's views, on
-the current stream (the transfer's, in the sampling thread).
+``BatchRows`` lays out the rows by who serves each (``TieredRows.served_by``): rows the CPU gives (fetched ones, and
+the table's where the GPU does not read it), and rows the GPU gathers itself. ``write`` fills the host buffer;
+``finish`` makes the input rows on the device from the copy.
 """
 from __future__ import annotations
 

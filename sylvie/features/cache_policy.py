@@ -1,23 +1,9 @@
-"""Which remote vertices a rank caches (SALIENT++ and the policies it was compared with), and in which order its
-local rows are stored.
+"""Which remote vertices a rank caches (SALIENT++ and the policies it was compared with), and the order of its own
+rows.
 
-A rank of part k may cache ``floor(alpha * N / K)`` rows of vertices it does not own (N vertices, K parts). The
-policies rank the remote vertices by:
-
-- ``vip``: their VIP for part k (SALIENT++);
-- ``simulation``: how often they were an input of part k's minibatches in pre-sampled epochs (GNNLab's PreSC),
-  with the same sampler the trainer uses;
-- ``degree``: their out-degree in the sampler's graph, highest first (PaGraph; SALIENT++'s own code sorted it
-  ascending, caching the least useful vertices);
-- ``halo``: being a 1-hop in-neighbour of a local training vertex, most such edges first (DistDGL); never more than
-  the 1-hop halo, however large the budget;
-- ``random``: a seeded uniform choice; ``none``: nothing.
-
-Ties go to the lower id, so every policy is deterministic. Ids are in the partition's id space (``Topology``).
-
-A typed graph's node types differ in width, so its budget is bytes: ``alpha`` times the bytes of every node's row,
-over K (``cache_budget_bytes``), and one ranking across types takes rows by score per byte (``row_bytes``), each row
-while its bytes still fit (random: in a seeded random order). With one width it is the budget in rows.
+A rank may cache ``floor(alpha * N / K)`` remote rows, ranked by ``vip``, ``simulation`` (pre-sampled access
+counts), ``degree``, ``halo`` (1-hop in-neighbours of its training vertices), ``random`` or ``none``. Ties go to the
+lower id, so every policy is deterministic. A typed graph's budget is bytes, filled by score per byte.
 """
 from __future__ import annotations
 

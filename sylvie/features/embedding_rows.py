@@ -1,15 +1,9 @@
-"""A learnt embedding table partitioned over the ranks with its nodes, read and trained from any rank's minibatches:
-DistDGL's ``DistEmbedding`` for sampled training of a typed graph's node types without features.
+"""A learnt embedding table partitioned over the ranks with its nodes (DistDGL's ``DistEmbedding``), for a typed
+graph's featureless node types in sampled training.
 
-Each rank holds its own nodes' rows of the table (a ``TypedGNN``'s embedding weight, ``rank_local``), in the order of
-the type's id space (``TypeSpaces``). ``pull(ids)`` fetches the rows of a minibatch's input nodes of the type from
-their owners, in fp32, as a leaf that takes a gradient; after the backward pass ``push`` sends each pulled row's
-gradient back to its owner, which adds it into its rows' gradient (only the rows a minibatch touched travel, each
-way). The owner's rows are then stepped by the run's optimiser with the model's other weights, as an
-``nn.Embedding`` is (dense: a row no minibatch touched gets a zero gradient; DistDGL's sparse optimisers, which skip
-it, are not offered). Both are collectives of the calling thread (every rank pulls and pushes every such type once a
-step, in type order), on the process group of the model's step, never the sampling thread's: a minibatch reads its
-rows at its step, never ahead of the update before it.
+``pull(ids)`` fetches a minibatch's rows from their owners as a leaf taking a gradient; ``push`` returns the
+gradients, and owners step their rows with the model's weights (dense, as ``nn.Embedding``). Both are collectives of
+the model's thread, so no minibatch reads rows ahead of an update.
 """
 from __future__ import annotations
 

@@ -1,33 +1,16 @@
-"""The zero-copy gather kernel (PyTorch-Direct): GPU threads read feature rows straight from page-locked host
-memory mapped into the GPU's address space, ``out[i] = table[idx[i]]``.
+"""The zero-copy gather kernel (PyTorch-Direct): GPU threads read feature rows straight from page-locked host memory
+mapped into the GPU's address space, ``out[i] = table[idx[i]]``.
 
-The rows are copied as raw bytes, in the widest unit their layout allows: 16 bytes where the row's size and the
-addresses of the table and the output are multiples of 16 (a 400-byte ogbn-products row is 25 of them), else 8, 4,
-2 or 1. The kernels see integer views of the table and the output (int64, int32, int16, uint8), so a copy is bitwise
-whatever the bits are (NaN payloads included). A 16-byte unit is one 16-byte load and one 16-byte store
-(``ld.global.v2.u64`` / ``st.global.v2.u64``): numba-cuda emits no vector accesses of its own, so ``_copy16`` is an
-intrinsic that loads and stores a ``<2 x i64>`` at 16-byte alignment.
-
-A team of lanes per row: ``group`` = the unit count rounded up to a power of two, at most 32, so a warp serves
-32 / group rows at once where rows are narrow (a 64-byte row: 4 lanes, 8 rows a warp) and one row at a time
-otherwise, each lane a unit per step. Rows are taken warp by warp (grid-stride), and a team's loop over its row ends
-on a warp vote, so the compiler does not unroll it (unrolled, the kernel held 48 registers).
-
-PCIe serves reads in 128-byte requests, so a warp's step should cover whole aligned 128-byte segments. Rows whose
-size is not a multiple of 128 bytes start anywhere in a segment; read naively (``aligned=False``), a step straddles
-one more segment. PyTorch-Direct shifts each lane's unit within the row so source and destination addresses agree
-mod 128 (the misalignment moves to the writes into GPU memory); DGL starts each row's reads at the 128-byte boundary
-at or below the row's start and leaves the lanes before the row idle. We take DGL's way (``aligned=True``): every
-write stays at its natural place, the idle lanes cost at most one partial step per row, and it needs no modular
-arithmetic per unit. ``base_shift`` is the table's own misalignment (its address mod 128, in units), so the segment
-arithmetic holds for any table base. Where a warp serves several rows (team under 32 lanes) a row fits in one step
-and the shift would only add steps, so both modes read from the row's start.
-
-A leaf module. On a GPU the arguments are device arrays (a mapped host table through the CUDA array interface,
-indices and output on the device), launched on torch's current stream; under ``NUMBA_ENABLE_CUDASIM=1`` the same
-kernels run on numpy arrays (for tests; the simulator has no mapped memory, and ``_copy16`` is two 8-byte copies
-there: the 16-byte accesses themselves are checked only in the PTX and on a GPU).
+Rows are copied as raw bytes in the widest unit their layout allows (16 bytes down to 1), by a team of lanes per row,
+with reads aligned to PCIe's 128-byte requests (DGL's way: a row's reads start at the 128-byte boundary below it). A
+leaf module; under ``NUMBA_ENABLE_CUDASIM=1`` the kernels run on numpy arrays (tests).
 """
+# How: a 16-byte unit is one ``ld/st.global.v2.u64`` (``_copy16``, an intrinsic: numba-cuda emits no vector accesses).
+# ``group`` = the row's unit count rounded up to a power of two, at most 32 lanes, so a warp serves 32 / group narrow
+# rows at once. A team's loop ends on a warp vote, so the compiler does not unroll it (registers). ``aligned=True``:
+# every write stays in place and the idle lanes cost at most one partial step per row; ``base_shift`` is the table's own
+# misalignment. A team under 32 lanes reads from the row's start (its row fits one step). The simulator has no mapped
+# memory and does ``_copy16`` as two 8-byte copies: the 16-byte accesses are checked in the PTX and on a GPU.
 from __future__ import annotations
 
 import numpy as np

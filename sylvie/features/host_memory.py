@@ -1,11 +1,9 @@
-"""Host memory for a feature table that is read at random: anonymous memory the kernel is asked to back with
-transparent huge pages (``madvise(MADV_HUGEPAGE)``), where the system allows it.
+"""Host memory for a feature table read at random: anonymous memory the kernel is asked to back with transparent
+huge pages (``madvise(MADV_HUGEPAGE)``), where the system allows it.
 
-A random row gather over a table of several GB misses the TLB on almost every row with 4 KB pages (a 4 GB table
-is a million pages); with 2 MB pages the page walks mostly go. Measured on the 2-core development machine, 4 GB
-table, 1M random 512-byte rows: 8.6 GB/s with 4 KB pages, 9.4 GB/s with huge pages (``benchmarks/gather.py``),
-while a contiguous copy gains under 3%. Most distributions set THP to ``madvise``, so the advice is what turns
-them on; with THP ``never`` (or off Linux) the memory is ordinary and everything works the same, only slower.
+Why: a random row gather over a table of several GB misses the TLB on almost every row with 4 KB pages; 2 MB pages
+remove most page walks (``benchmarks/records/2026-11-28_gather_2core-vm.md``). Without THP the memory is ordinary
+and everything works the same.
 """
 from __future__ import annotations
 

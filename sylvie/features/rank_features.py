@@ -1,13 +1,8 @@
 """Where a rank finds the input rows of its minibatches: its own rows, its cache of remote rows, or their owners.
 
-A rank's table holds its own rows, hottest first (``local_order``: by VIP when known, the order the feature store's
-tiers follow), then the rows of the remote vertices it caches, in a ``TieredRows`` (device and host tiers).
-``slot[v]`` is v's row in the table, or -1.
-The cache is filled once at start-up, from the owners, with one exchange (ids, then rows, in fp32). ``gather`` is
-collective, like ``RemoteRows.fetch``: every rank calls it once per minibatch, in the same order.
-
-Per epoch the features keep their own account (``end_epoch``, a ``FetchEpoch``): rows by where they came from
-(own, cache, owners), the remote fetches' bytes, the bytes each of the store's tiers served, the time in ``gather``.
+The rank's ``TieredRows`` holds its own rows hottest first, then its cached remote rows (filled once at start-up);
+``slot[v]`` is v's row, or -1. ``gather`` is collective, once per minibatch in the same order on every rank. Each
+epoch's account (``end_epoch``) counts rows by source, bytes and time.
 """
 from __future__ import annotations
 

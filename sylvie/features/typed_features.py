@@ -1,14 +1,8 @@
 """A rank's feature rows by node type: one ``RankFeatures`` per type, each in that type's own id space.
 
-Node types differ in width, so each has a table, a cache and remote fetches of its own. The partition's id space
-(``Topology``) gives part k a contiguous range, type-contiguous inside it; type t's own space (``TypeSpaces``) lists
-every part's nodes of type t in part order, so part k owns a contiguous range of it too and ``RankFeatures`` (owner
-by range, row by offset) serves it unchanged. A homogeneous graph is the case of one type, whose space is the
-partition's.
-
-``gather`` takes a minibatch's input ids per type and is collective like ``RankFeatures.gather``: every rank gathers
-every type, in type order, once per minibatch. Type 0's Low-bit rows draw from the stream ``key``, type t's from
-``(*key, t)``. The epoch's account (``end_epoch``) is the types' accounts summed, in one collective.
+Types differ in width, so each has its own table, cache and fetches; part k owns a contiguous range of every type's
+space, so ``RankFeatures`` serves it unchanged. ``gather`` is collective, type by type in order. A homogeneous graph
+is the case of one type.
 """
 from __future__ import annotations
 

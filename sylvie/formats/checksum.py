@@ -1,16 +1,8 @@
-"""The checksum a file of ours carries inside it, so that a later stage reading the file back knows it is what we
-wrote: one helper for every such format (the partition's manifest, the VIP manifest, ``model.pt``, a checkpoint,
-``eval.json``, ``failed.json``, every line of ``metrics.jsonl``).
+"""The checksum a file of ours carries inside it, so that a stage reading it back knows it is what we wrote.
 
-The file's content (a JSON object, or the dict a torch file holds) gets a ``checksum`` field: the sha256 of the
-content without it (``content_sha256``), written in the same atomic write as the rest, so that the file and its
-checksum disagree only where the file was damaged or edited. The content is hashed, not the file's bytes, so one
-check serves JSON and torch files alike: canonical JSON (keys sorted, compact), a tensor or array by its dtype,
-shape and the sha256 of its bytes. Files whose content holds a list of other files (a partition's shards, a VIP
-analysis's arrays, a canonical graph's node ids) record those files' ``sylvie.atomic.file_sha256`` there.
-
-A file written before its format carried a checksum has none: it is read as before, unchecked, and ``checked``
-says so once per format in a process (a report of a hundred older runs says it once).
+A ``checksum`` field holds the sha256 of the content without it (canonical JSON; a tensor by dtype, shape and
+bytes), written in the same atomic write, so one check serves JSON and torch files alike. A file written before its
+format carried one is read unchecked, said once per format.
 """
 from __future__ import annotations
 

@@ -1,14 +1,8 @@
-"""``metrics.jsonl``: one JSON object per epoch, what ``sylvie train`` measured (rank 0 writes it; the report, the
-tests and the benchmarks read it). ``EpochRecord`` is that line as a typed object: both trainers build one per
-epoch, the run loop keeps them, and ``write_metrics`` / ``read_metrics`` are the only code that turns them into
-text and back.
+"""``metrics.jsonl``: one JSON object per epoch, what ``sylvie train`` measured (rank 0 writes it).
 
-A line is flat: the common fields, then the fields of the trainer's part (``halo`` for full-graph training, the
-halo exchange's; ``batches`` for sampled training, the minibatches'). ``planned`` stays an object.
-
-Versions: 2 adds ``format_version`` and ``mode`` to every line. Version 1 (no ``format_version``) is read as well:
-its mode is sampled when its line has the minibatch fields, else full. Each line written carries a ``checksum`` of
-its fields (``sylvie.formats.checksum``), checked when it is read; lines written before it are read unchecked.
+``EpochRecord`` is a line as a typed object; ``write_metrics`` and ``read_metrics`` are the only code that converts
+it. A line is flat: common fields, then the trainer's (``halo`` or ``batches``). Version 1 lines (no
+``format_version``) are still read; each line carries a checksum of its fields.
 """
 from __future__ import annotations
 

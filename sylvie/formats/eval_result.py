@@ -1,24 +1,21 @@
-"""What ``sylvie evaluate`` writes as ``eval.json`` (the ``--out``); this module is its only writer and reader (the
-predictions of ``--predictions``: ``predictions.py``).
+"""What ``sylvie evaluate`` writes as ``eval.json``; this module is its only writer and reader.
 
-``eval.json``, one JSON object:
-
-    format_version          this format's version
-    dataset                 the dataset's name
-    evaluator               "ogb" (OGB's Evaluator, for ogbn-* datasets) or "accuracy"
-    inference               how inference ran, in words ("whole graph, one process", "partition-parallel, 4 ranks")
-    train_acc, val_acc, test_acc   accuracy on each split's nodes (``SPLITS``); null where a split has no nodes
-    model, train, comm      the run's sections as the model file records them (comm {} for a sampled run)
-    sampling, cache, features      a sampled run's sections (absent for a full-graph run)
-    ...                     the training summary's fields, at the top level: best_epoch, best_val_acc,
-                            test_acc_at_best_val, num_parts, setup_bytes and what the trainer adds
-    checksum                of all the other fields (``sylvie.formats.checksum``): a damaged or edited file is
-                            refused; one written before files carried it is read unchecked, with a warning
-
-Version history of eval.json: 1: ``format_version`` recorded. Files written before it have the same fields without
-it (the oldest no ``inference``): they are read as version 1. A file of another version is refused: rerun
-``sylvie evaluate``.
+One JSON object: the dataset, the evaluator, how inference ran, each split's accuracy, the run's sections, the
+training summary, and a checksum (a damaged or edited file is refused). Files without ``format_version`` are read as
+version 1; another version is refused: rerun ``sylvie evaluate``. Fields: below.
 """
+# eval.json's fields:
+#
+#     format_version          this format's version
+#     dataset                 the dataset's name
+#     evaluator               "ogb" (OGB's Evaluator, for ogbn-* datasets) or "accuracy"
+#     inference               how inference ran, in words ("whole graph, one process", "partition-parallel, 4 ranks")
+#     train_acc, val_acc, test_acc   accuracy on each split's nodes (``SPLITS``); null where a split has no nodes
+#     model, train, comm      the run's sections as the model file records them (comm {} for a sampled run)
+#     sampling, cache, features      a sampled run's sections (absent for a full-graph run)
+#     ...                     the training summary's fields, at the top level: best_epoch, best_val_acc,
+#                             test_acc_at_best_val, num_parts, setup_bytes and what the trainer adds
+#     checksum                of all the other fields (``sylvie.formats.checksum``)
 from __future__ import annotations
 
 import json

@@ -1,11 +1,9 @@
-"""``node_keys.arrow``, beside a canonical graph made from a user's own files (``source: files`` with a
-``node_key``): the user's id of every node, so that what is computed per node (``sylvie evaluate --predictions``) can
-be joined back to the user's data. This module is its only writer and reader.
+"""``node_keys.arrow``, beside a canonical graph made from a user's own files: the user's id of every node, so that
+per-node results (``sylvie evaluate --predictions``) join back to the user's data. This module is its only writer
+and reader.
 
-An Arrow IPC file of one column ``key`` (int64 or large_string), one row a node, in node order: row i is the id of
-node i. The graph's meta.json records the file's sha256 (``node_keys_sha256``; the graph's fingerprint covers its
-arrays, not the ids), checked when it is read. A graph made from a source without ids of its own (Planetoid, OGB,
-synthetic, or files without a node_key) has no such file: its nodes' ids are their numbers.
+One column ``key`` (int64 or string), row i the id of node i; meta.json records its sha256. A graph without ids of
+its own has no such file.
 """
 from __future__ import annotations
 

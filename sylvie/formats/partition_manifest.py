@@ -1,37 +1,41 @@
-"""``manifest.json`` of a partition (``sylvie partition``): what the partition directory holds and what it was cut
-from. Its fields:
+"""``manifest.json`` of a partition (``sylvie partition``): what the partition directory holds and how it was cut. This
+module is its only writer and reader; the shards' layout is ``sylvie.partition.shard_format``'s.
 
-    format_version       the partition's format (of this manifest and of the shards and topology it lists)
-    dataset, dataset_fingerprint, method, seed
-    num_parts, num_nodes, num_edges, num_features, num_classes, num_train, edge_cut
-    types, type_counts, feature_widths   a typed graph's (version 4): its types (``GraphTypes.to_json``), nodes and
-                         feature width (null: none) of each type
-    id_bits              32 or 64: the width of the node ids in the shards and the topology (32 where every id
-                         fits: fewer than 2^31 nodes); version 2 partitions have 64-bit ids throughout
-    balance              regime (full or sampled: which constraints, ``sylvie.partition.balance``), tolerance (the
-                         bound every constraint was given; null: none) and per constraint (full: inner_nodes,
-                         train_nodes, edges; sampled: train_nodes, val_nodes, other_nodes, degree) its max_over_mean
-                         over the parts and its vertex_slack (heaviest vertex / mean part); absent in partitions
-                         written before it, without regime in those written before the sampled regime (full)
-    parts                per part: part, file (part-<k>.arrow), sha256, inner_nodes, train_nodes, edges, halo_nodes,
-                         halo_from (halo rows per owner); a typed graph's: type_counts (inner rows per type)
-    topology             file (topology.arrow), sha256, part_offsets
-    checksum             sha256 of all the other fields (``manifest_checksum``): an edited manifest is refused
-
-This module is the manifest's only writer and reader; the shards' and the topology's layout is
-``sylvie.partition.shard_format``'s. ``format_version``, ``parts`` and ``num_parts`` are also what
-``sylvie.output_dir.PARTITION`` identifies a partition directory by.
-
-Version history (of the whole partition format; bump it when the shards' layout changes too): 1: the first;
-2: the manifest carries a checksum of its own; 3: node ids 32-bit where they fit (``id_bits``), half the bytes of a
-shard's edge lists and of the topology's sources; 4: a typed graph's partition (``types``, ``type_counts`` and
-``feature_widths`` of the graph, ``type_counts`` of each part's inner rows; the shards' features per node type and
-their edges' relations: ``sylvie.partition.shard_format``); 5: a typed graph's topology also holds each in-edge's
-relation (``in_relation``), ordered by destination, relation, source, which the typed neighbour sampler and VIP need
-(version 4 typed partitions still train full-graph). A homogeneous graph's partition is still written as version 3,
-which versions before typed graphs read. Version 2 partitions are still read (as 64-bit ids); any other
-version is refused: rerun ``sylvie partition``.
+The manifest carries a checksum of its other fields, so an edited one is refused. Partition format 2 (64-bit ids) and
+later are read; any other version is refused: rerun ``sylvie partition``. Fields and version history: below.
 """
+# manifest.json's fields:
+#
+#     format_version       the partition's format (of this manifest and of the shards and topology it lists)
+#     dataset, dataset_fingerprint, method, seed
+#     num_parts, num_nodes, num_edges, num_features, num_classes, num_train, edge_cut
+#     types, type_counts, feature_widths   a typed graph's (version 4): its types (``GraphTypes.to_json``), nodes and
+#                          feature width (null: none) of each type
+#     id_bits              32 or 64: the width of the node ids in the shards and the topology (32 where every id
+#                          fits: fewer than 2^31 nodes); version 2 partitions have 64-bit ids throughout
+#     balance              regime (full or sampled: which constraints, ``sylvie.partition.balance``), tolerance (the
+#                          bound every constraint was given; null: none) and per constraint (full: inner_nodes,
+#                          train_nodes, edges; sampled: train_nodes, val_nodes, other_nodes, degree) its max_over_mean
+#                          over the parts and its vertex_slack (heaviest vertex / mean part); absent in partitions
+#                          written before it, without regime in those written before the sampled regime (full)
+#     parts                per part: part, file (part-<k>.arrow), sha256, inner_nodes, train_nodes, edges, halo_nodes,
+#                          halo_from (halo rows per owner); a typed graph's: type_counts (inner rows per type)
+#     topology             file (topology.arrow), sha256, part_offsets
+#     checksum             sha256 of all the other fields (``manifest_checksum``): an edited manifest is refused
+#
+# Version history (of the whole partition format; bump it when the shards' layout changes too): 1: the first;
+# 2: the manifest carries a checksum of its own; 3: node ids 32-bit where they fit (``id_bits``), half the bytes of a
+# shard's edge lists and of the topology's sources; 4: a typed graph's partition (``types``, ``type_counts`` and
+# ``feature_widths`` of the graph, ``type_counts`` of each part's inner rows; the shards' features per node type and
+# their edges' relations: ``sylvie.partition.shard_format``); 5: a typed graph's topology also holds each in-edge's
+# relation (``in_relation``), ordered by destination, relation, source, which the typed neighbour sampler and VIP need
+# (version 4 typed partitions still train full-graph). A homogeneous graph's partition is still written as version 3,
+# which versions before typed graphs read. Version 2 partitions are still read (as 64-bit ids); any other
+# version is refused: rerun ``sylvie partition``.
+#
+# the shards' and the topology's layout is
+# ``sylvie.partition.shard_format``'s. ``format_version``, ``parts`` and ``num_parts`` are also what
+# ``sylvie.output_dir.PARTITION`` identifies a partition directory by.
 from __future__ import annotations
 
 import json

@@ -1,15 +1,9 @@
-"""What ``sylvie evaluate --predictions FILE`` writes: every node's predicted class. This module is its only writer
-and reader. The kind follows FILE's name:
+"""What ``sylvie evaluate --predictions FILE`` writes: every node's predicted class, in node order. This module is
+its only writer and reader.
 
-``.npy``                    an int64 array, one class per node in the dataset's node order (no version of its own)
-``.parquet``, ``.csv``, ``.tsv`` (CSV and TSV optionally ``.gz``)
-                            a table of two columns, a row a node in node order: ``node``, the node's own id where the
-                            dataset was made from files with a ``node_key`` (``node_keys.arrow``), else its number;
-                            ``prediction``, the class's name where the labels were given as names, else its number;
-                            a Parquet file carries ``MARK`` in its key-value metadata
-
-An existing file is replaced only where it is one of these (``foreign``): a 1-D int64 ``.npy``, a CSV or TSV whose
-header is ``node``, ``prediction``, a Parquet file with ``MARK`` (and those columns); never a user's file.
+``.npy``: an int64 array. ``.parquet``, ``.csv``, ``.tsv`` (optionally gzip): columns ``node`` (the user's own id
+where the graph has one) and ``prediction`` (the class name where labels were names). An existing file is replaced
+only where it is one of these, never a user's file.
 """
 from __future__ import annotations
 

@@ -1,23 +1,13 @@
 """The first failure of a multi-process run, repeated last where the user looks.
 
-The launcher (``sylvie launch``, the emulated cluster) makes a folder and names it in ``SYLVIE_FAILURE_DIR``;
-every rank that fails writes one small JSON file there (rank, host, pid, time, kind, message), and the launcher's
-torchrun adds what it saw of each failed rank (a signal, an exit code). After torchrun's own output, the launcher
-prints the failure that came first as the last line.
-
-Which failure came first is not simply the earliest record: a rank's own failure reaches its peers (their
-connections close, a collective breaks) before the rank has written why it stopped, and a death by a signal is
-known to the second only. So the kinds are ranked, and the earliest of the best-ranked kind is the first failure:
-
-- ``error``: the rank's own error (a ``SylvieError``, a bug, a bad command line, a peer it found missing), or
-  ``signal``: the rank was killed by a signal other than the ones torchrun stops ranks with (SIGKILL: the
-  kernel's OOM killer, or torchrun after its grace, which comes after what made torchrun stop the run;
-  SIGSEGV, SIGABRT: native code);
-- ``comm``: a collective or the store failed, as peers do after another rank failed; first only when no rank
-  failed by itself within ``COMM_GRACE_S`` seconds after it;
-- ``exit``: the rank exited non-zero without saying why;
-- ``stopped``: the rank died of SIGTERM, SIGINT or SIGHUP, as every rank does when torchrun stops the run.
+The launcher names a folder in ``SYLVIE_FAILURE_DIR``; every failing rank writes a small JSON record there, and the
+launcher's torchrun adds what it saw of each rank. The earliest record is not always the cause (a rank's failure
+reaches its peers before it writes why), so kinds are ranked and the earliest of the best-ranked kind is first.
 """
+# Kinds, best first: ``error`` (the rank's own error) or ``signal`` (a signal other than the ones torchrun stops ranks
+# with: SIGKILL from the OOM killer, SIGSEGV, SIGABRT); ``comm`` (a collective or the store failed: first only when no
+# rank failed by itself within ``COMM_GRACE_S``); ``exit`` (non-zero without a word); ``stopped`` (SIGTERM, SIGINT,
+# SIGHUP, as torchrun stops every rank).
 from __future__ import annotations
 
 import json

@@ -1,9 +1,6 @@
-"""Which of our JSON formats a file is, by the keys that mark each: a file of one of them given where another is
-expected is named as such in the reader's error ("...; it looks like a partition manifest ...").
-
-The keys are each format's own (its module's, or ``sylvie.output_dir``'s output kinds for the directories' marker
-files); the epoch record's and the evaluation's are kept here, and their modules, which call this one, read them
-from here (an import one way).
+"""Which of our JSON formats a file is, by each format's marker keys, so a reader given the wrong one names it ("it
+looks like a partition manifest"). The epoch record's and evaluation's keys live here, and their modules read them
+from here (imports go one way).
 """
 from __future__ import annotations
 

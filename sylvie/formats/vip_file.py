@@ -1,19 +1,11 @@
-"""A VIP analysis, what ``sylvie vip`` writes for one partition and sampling setting: a directory of
-
-    vip-<k>.npy    part k's VIP of every vertex of the graph (float64, in the partition's id space), for the
-                   minibatches the sampled trainer draws from part k
-    manifest.json  format_version; kind ("vip"); fanouts (DGL's order) and batch_size, the sampling setting;
-                   partition_checksum (the partition's manifest checksum); parts: per part its part, file, sha256,
-                   batch_size (the seeds a minibatch of that part holds) and expected_sampled (the VIP's sum);
-                   checksum, of all the other fields (``sylvie.formats.checksum``): a damaged or edited manifest is
-                   refused (one written before it had one is read unchecked, with a warning)
-
-This module is the format's only writer and reader. ``manifest.json``'s keys ``kind``, ``fanouts``, ``batch_size``
-and ``parts`` are also what ``sylvie.output_dir.VIP`` identifies the directory by.
-
-Version history: 1: ``format_version`` recorded. A manifest without it (written before it) or with another is
-refused: rerun ``sylvie vip``.
+"""A VIP analysis, what ``sylvie vip`` writes for one partition and sampling setting: ``vip-<k>.npy`` per part and a
+checksummed ``manifest.json``. This module is the format's only writer and reader; a manifest of another version is
+refused: rerun ``sylvie vip``. Fields: below.
 """
+#     vip-<k>.npy    part k's VIP of every vertex of the graph (float64, in the partition's id space)
+#     manifest.json  format_version; kind ("vip"); fanouts (DGL's order) and batch_size; partition_checksum; parts:
+#                    per part its part, file, sha256, batch_size and expected_sampled (the VIP's sum); checksum
+# ``kind``, ``fanouts``, ``batch_size`` and ``parts`` are also what ``sylvie.output_dir.VIP`` identifies it by.
 from __future__ import annotations
 
 import json

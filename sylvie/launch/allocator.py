@@ -1,27 +1,9 @@
-"""The memory allocator of a run's ranks (``launch.allocator``): tcmalloc preloaded where it is installed, as
-PyTorch's own CPU launcher preloads it (``python -m torch.backends.xeon.run_cpu --enable-tcmalloc``), else glibc's
-malloc with freed blocks of 1 MB or more handed back at once and PyTorch's transparent huge pages
-(``THP_MEM_ALLOC_ENABLE=1``), so that such a block faults in 2 MB at a time rather than 4 KB.
+"""The memory allocator of a run's ranks (``launch.allocator``): tcmalloc preloaded where installed, as PyTorch's
+CPU launcher does, else glibc's malloc returning large freed blocks, with transparent huge pages.
 
-A full-graph rank allocates the same part-sized tensors every epoch; glibc alone either keeps freed blocks in a heap
-they fragment (its own thresholds: a rank's peak up to 1.35x) or returns them and faults every page in again the
-next epoch. Measured side by side on the products preset, 4 ranks, GraphSAGE 3 x 64 (``benchmarks/allocators.py``;
-the table in ``benchmarks/README.md``) against the held-block allocator the ranks had before (a replacement of
-PyTorch's CPU allocator that planned each step's blocks, ~930 lines of C++ and Python built with g++ at run time;
-removed), mimalloc, jemalloc (PyTorch's settings), glibc and huge pages: tcmalloc's steady epoch was 0.90-1.04x the
-held-block allocator's at 1/10 scale and 0.88-0.90x at full size (the fastest of all at every row but one, within 4%
-there), with a rank's peak 1.02-1.03x at 1/10 and 1.17-1.19x at full size (it keeps more freed memory; at full size
-jemalloc and the fallback below kept the held-block allocator's peak, at 1.04x and 1.18x its time, and at 1/10
-jemalloc took 1.4x). The fallback, huge pages with
-freed blocks returned, costs 1.1-1.4x tcmalloc's time at the held-block allocator's peak; ``glibc`` asks for it where
-memory, not time, is short.
-
-Where the library is looked for: PyTorch's launcher's folders (``$CONDA_PREFIX/lib``, ``$VIRTUAL_ENV/lib``,
-``~/.local/lib``, ``/usr/local/lib``, ``/usr/local/lib64``, ``/usr/lib``, ``/usr/lib64``) and the system's
-multiarch folders (Debian's ``/usr/lib/x86_64-linux-gnu``: ``libtcmalloc-minimal4``, which ``make install``
-installs; conda-forge: ``gperftools``, in ``environment.yml``), under ``libtcmalloc.so`` or
-``libtcmalloc_minimal.so`` (also with their ``.4``). An allocator the user preloads already (``LD_PRELOAD`` naming
-tcmalloc, jemalloc or mimalloc) is left as it is.
+Why: a full-graph rank allocates the same part-sized tensors every epoch, and glibc alone fragments its heap or
+faults pages in again. Measured side by side: ``benchmarks/records/2026-12-06_allocators_2core-vm.md``. A user's
+preloaded allocator is left alone.
 """
 from __future__ import annotations
 

@@ -1,13 +1,8 @@
 """Run a launcher (torchrun, srun) as a child that cannot outlive us, and repeat its first failure last.
 
-The child gets SIGTERM from the kernel if this process dies (so torchrun stops its ranks, which die with
-it); SIGINT, SIGTERM and SIGHUP sent to this process are passed on to it. When it fails, the failure that came
-first (``formats.rank_failures``: what the ranks recorded, and how torchrun saw each failed rank end) is printed after
-all of torchrun's output.
-
-``python -m sylvie.launch.supervise TORCHRUN-ARGS`` is torchrun itself, run in this module so that the exit code or
-signal of every failed rank (which only torchrun, their parent, learns) is recorded for that summary, and so that
-a stopped rank (SIGSTOP) ends when torchrun stops the run rather than 30 s later.
+The child gets SIGTERM if this process dies, and the signals sent here are passed on. ``python -m
+sylvie.launch.supervise TORCHRUN-ARGS`` runs torchrun in this module, so each failed rank's exit code or signal
+(which only torchrun learns) is recorded for ``formats.rank_failures``' summary.
 """
 from __future__ import annotations
 

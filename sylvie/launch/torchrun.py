@@ -1,16 +1,8 @@
 """Start the P ranks of a training run: one torchrun here, or one torchrun per node of a Slurm allocation.
 
-``sylvie launch --ranks P [--nodes N] ... -- COMMAND`` picks the launcher from the environment, so the
-Snakemake rule is the same locally and under Slurm:
-
-- **here** (no Slurm allocation, or already inside a one-task Slurm step):
-  ``torchrun --standalone --nproc-per-node P COMMAND``;
-- **in a Slurm allocation** (``SLURM_JOB_ID`` set, not inside a step): ``srun`` with the geometry spelled
-  out (nodes, one task per node, CPUs and GPUs per task; the Slurm executor's jobstep strips every
-  ``SLURM_*`` sizing variable, so a bare ``srun`` would start one task), each task running
-  ``sylvie launch --slurm-task``;
-- **as one of those tasks**: ``torchrun --nnodes N --nproc-per-node P/N`` with c10d rendezvous on the
-  first node of the step (its ``NodeAddr``), hosted by the task on that node.
+``sylvie launch`` picks the launcher from the environment, so the Snakemake rule is the same everywhere: torchrun
+``--standalone`` here; in a Slurm allocation, ``srun`` with the geometry spelled out (the Slurm executor strips the
+sizing variables), each task running torchrun with c10d rendezvous on the step's first node.
 """
 from __future__ import annotations
 

@@ -1,14 +1,8 @@
-"""What a partition balances: the constraints of each training regime, the weight every node puts on each
-(METIS's multi-constraint vertex weights), and the record of what a partition achieved (the manifest's
-``balance``).
+"""What a partition balances: each training regime's constraints, every node's weight on each (METIS's
+multi-constraint vertex weights), and the record of what a partition achieved (the manifest's ``balance``).
 
-- full (full-graph training, Sylvie and PipeGCN): every layer waits for the slowest rank, whose time grows with the
-  nodes it computes, the training nodes of its loss and the edges it aggregates: ``inner_nodes``, ``train_nodes``,
-  ``edges`` (a node's in-degree: the part stores and aggregates its in-edges).
-- sampled (minibatch training, SALIENT++'s four): every rank runs the same number of minibatches of its own training
-  nodes, evaluates its validation nodes, and serves the feature rows of all its nodes, requested in proportion to
-  their degree: ``train_nodes``, ``val_nodes``, ``other_nodes`` (neither), ``degree`` (in-degree, the neighbours a
-  node's sampling draws from).
+Full-graph training waits for the slowest rank, so it balances inner nodes, training nodes and edges. Sampled
+training (SALIENT++'s four) balances training, validation and other nodes, and degree (feature requests).
 """
 from __future__ import annotations
 

@@ -16,8 +16,8 @@ from sylvie.partition.metis_library import MetisLibrary, extent, library_for, pa
 class MetisInput:
     """All METIS reads of a graph, in the width of the ``idx_t`` of the library that will read it (passed to it as
     they are, not copied): far smaller than the graph (no features), so the graph can be let go while METIS runs,
-    whose own memory is ~12 ``idx_t``s an adjacency entry (products-shaped graph, 101M entries: 4.9 GB 32-bit,
-    9.7 GB 64-bit)."""
+    whose own memory is about a dozen ``idx_t``s an adjacency entry
+    (benchmarks/records/2026-11-25_partition-scale_2core-vm.md)."""
     xadj: np.ndarray
     adjncy: np.ndarray
     vweights: np.ndarray  # [n, constraints]
@@ -55,9 +55,8 @@ def metis_input(graph: Graph, regime: str = "full", undirected: bool | None = No
 
 
 def metis_assign(metis: MetisInput, parts: int, seed: int = 0, tolerance: float = DEFAULT_TOLERANCE) -> np.ndarray:
-    """Part id (int64) of every node: k-way (recursive bisection cuts more edges: synthetic 200K nodes 16.2% instead
-    of 15.0% at 4 parts, 18.8% instead of 17.5% at 8; Cora at 4: 6.7% instead of 5.7%), every constraint of every
-    part within ``tolerance`` times its mean over the parts.
+    """Part id (int64) of every node: k-way (recursive bisection cut more edges on the graphs tried), every
+    constraint of every part within ``tolerance`` times its mean over the parts.
 
     METIS seeds the C library's ``srand``, which takes seeds 0 and 1 for the same (glibc): METIS gets ``seed + 1``
     (its low 32 bits), so that seeds 0 and 1 give different partitions and seed 0 the one it always gave; only

@@ -1,24 +1,10 @@
-"""METIS's own ``METIS_PartGraphKway``, called through ctypes in a METIS 5 library: a 32-bit build where one is
-installed (Debian's ``libmetis5``, conda-forge's ``metis``) and the graph fits it, else the 64-bit one inside the
-pymetis wheel.
+"""METIS's own ``METIS_PartGraphKway`` through ctypes: a 32-bit METIS 5 library where one is installed and the graph
+fits it, else the 64-bit one inside the pymetis wheel (``SYLVIE_METIS_LIBRARY`` names one).
 
-Why not ``pymetis.part_graph``: pymetis (2025.2) passes one balance constraint per vertex to METIS (``ncon`` = 1), so
-``ncon`` weights per vertex handed to it flattened are read as the weights of ``ncon`` times as many vertices (vertex
-v weighed whatever constraint ``v mod ncon`` of vertex ``v div ncon`` was). METIS's C API takes ``ncon`` and a
-load-imbalance tolerance per constraint (``ubvec``).
-
-Why a 32-bit build first: METIS's memory is made of ``idx_t``s. On the products-shaped graph (2.45M nodes, 101M
-adjacency entries) the 32-bit build took 36.5 s and 4.9 GB where pymetis's 64-bit one took 54.2 s and 9.7 GB (same
-input, same three constraints, cut 8.9% and 8.7%; benchmarks/partition_scale.py). Its ``idx_t`` holds a graph of
-up to 2^31 - 1 adjacency entries; a larger graph (ogbn-papers100M: 3.2 billion) goes to a 64-bit build. The two
-builds cut the same graph differently (each deterministic for its seed): the manifest names the library that cut it.
-
-A library's ``idx_t`` width is read at load, not assumed: ``METIS_SetDefaultOptions`` fills ``METIS_NOPTIONS``
-slots of it with -1, so on a buffer of 8-byte slots a 32-bit build fills the first half. Its ``real_t`` must be
-METIS's default 32 bits (the tolerances are handed as float32): a library is probed at load with a tolerance of
-1.03 and refused if it reads it otherwise. METIS 5.2 moved the options: a library that exports the function 5.2 added is
-given its options where 5.2 reads them (Debian's and pymetis's are 5.1; 5.2 has not been run here).
-``SYLVIE_METIS_LIBRARY``, a path, names the one library to use.
+Why not ``pymetis.part_graph``: it passes one balance constraint per vertex, misreading several. Why 32-bit first:
+METIS's memory is made of ``idx_t``s, so it needs half
+(``benchmarks/records/2026-11-25_partition-scale_2core-vm.md``). A library's ``idx_t`` and ``real_t`` widths are
+probed at load, not assumed.
 """
 from __future__ import annotations
 

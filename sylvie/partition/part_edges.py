@@ -1,11 +1,8 @@
 """One part's edges in its shard's local ids: the edges into its nodes in the graph's edge order, each source its
-inner row or, for a node of another part, its row of the halo table (the distinct such sources sorted by owner, then
-global id, after the inner rows).
+inner row or its halo row (halo sources sorted by owner, then global id).
 
-Two passes over a byte an edge (each edge's destination part) in numba, that read the sources and destinations of
-the part's edges only and write nothing but the two output columns: where numpy's selection, gathers and masks made
-six arrays of the part's edges (at products' scale ~1 GB a part of fresh memory, whose first touch cost as much as
-the work).
+Two numba passes over a byte an edge (its destination part) that write only the two output columns: numpy's
+selections made several part-sized temporaries, whose first touch cost as much as the work.
 """
 from __future__ import annotations
 

@@ -1,27 +1,28 @@
-"""The layout of one partition shard and of the replicated topology, shared by the writer and the reader (the
-partition's ``manifest.json``, and the format version that covers these files too, are
-``sylvie.formats.partition_manifest``'s).
+"""The layout of one partition shard and of the replicated topology, shared by the writer and the reader (the manifest
+and the format version are ``sylvie.formats.partition_manifest``'s).
 
-A shard is one Arrow IPC file holding exactly one row whose columns are (large) lists, so that every
-array is one contiguous, memory-mappable buffer:
-
-    inner nodes  global_id, feat (list of fixed_size_list<float32>[D]), label, train, val, test,
-                 in_degree, out_degree (global degrees, for degree-normalised layers)
-    local edges  edge_src, edge_dst: local ids; dst is an inner row, src an inner row (< n_inner)
-                 or a halo row (n_inner + halo index)
-    halo table   halo_global_id, halo_owner (rank that owns the node), halo_owner_index (its row in the
-                 owner's inner nodes), halo_out_degree; sorted by (owner, global id), so the rows received
-                 from each peer are one contiguous block
-
-A typed graph's shard (partition format 4: the manifest's ``types``) holds, instead of ``feat``, a column
-``feat.<t>`` for each node type t with features (the rows of its inner nodes of that type, in their order), and
-``edge_relation`` (int16): each local edge's relation. Its inner rows are type-contiguous (global ids are), its halo
-rows are not (they are by owner): a node's type is found from its global id and the manifest's ``type_counts``.
-
-Local ids: inner rows first (in global-id order), then halo rows. Node ids (global and local, the halo table's
-owners and owner rows, the topology's sources and original ids) are 32-bit where every id fits (fewer than 2^31
-nodes: ``id_type``; the manifest's ``id_bits``), else 64-bit; offsets, degrees and labels are 64-bit.
+A shard is one Arrow IPC file of one row whose columns are lists, so every array is one contiguous, memory-mappable
+buffer: inner nodes, local edges (local ids: inner rows first, then halo rows) and the halo table, sorted by owner so
+each peer's rows are one block. Columns: below.
 """
+# A shard's columns:
+#
+#     inner nodes  global_id, feat (list of fixed_size_list<float32>[D]), label, train, val, test,
+#                  in_degree, out_degree (global degrees, for degree-normalised layers)
+#     local edges  edge_src, edge_dst: local ids; dst is an inner row, src an inner row (< n_inner)
+#                  or a halo row (n_inner + halo index)
+#     halo table   halo_global_id, halo_owner (rank that owns the node), halo_owner_index (its row in the
+#                  owner's inner nodes), halo_out_degree; sorted by (owner, global id), so the rows received
+#                  from each peer are one contiguous block
+#
+# A typed graph's shard (partition format 4: the manifest's ``types``) holds, instead of ``feat``, a column
+# ``feat.<t>`` for each node type t with features (the rows of its inner nodes of that type, in their order), and
+# ``edge_relation`` (int16): each local edge's relation. Its inner rows are type-contiguous (global ids are), its halo
+# rows are not (they are by owner): a node's type is found from its global id and the manifest's ``type_counts``.
+#
+# Local ids: inner rows first (in global-id order), then halo rows. Node ids (global and local, the halo table's
+# owners and owner rows, the topology's sources and original ids) are 32-bit where every id fits (fewer than 2^31
+# nodes: ``id_type``; the manifest's ``id_bits``), else 64-bit; offsets, degrees and labels are 64-bit.
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,30 +1,8 @@
 """A sampled minibatch in one buffer, sent to the training device in one copy (SALIENT's transfer).
 
-Each array of a minibatch that the device needs (every block's, the seeds' labels, the input rows the CPU provides,
-the table positions of the rows the GPU gathers itself) gets a ``Segment`` of one ``Layout``: back to back, each
-starting on a 64-byte boundary (a cache line; a multiple of every element size and of a 16-byte vector load). The
-sampling thread writes the arrays into a host buffer laid out so, and ``BatchTransfer.send`` moves the whole
-buffer at once; the arrays the model takes are views of the device's copy (``Layout.views``).
-
-On a GPU the host buffers are page-locked (pinned), so the copy is a DMA that does not wait for the CPU, issued with
-``non_blocking=True`` on a CUDA stream of its own; what the device does with the copy (placing the rows, the
-zero-copy gather) runs on that stream too, and the batch carries an event the training stream waits for
-(``ready``). Pinned memory is costly to allocate, so the buffers are kept and reused: a ring of ``buffers`` of
-them, each grown to the largest minibatch it has held, a buffer written again only once its last copy is done.
-Instead of the ~29 pageable copies a minibatch took before (a few per block and one per feature tier), the
-profiler's count of host-to-device copies per minibatch is one.
-
-On the CPU the same layout is used, unpinned, and ``send`` hands the host buffer back as it is (no copy): the
-model's arrays are views of the ring's buffers, so a batch's arrays stay valid until ``buffers - 1`` more batches
-have been prepared; the sampling pipeline keeps at most ``prefetch + 1`` batches alive, and ``buffers`` is
-``prefetch + 2``.
-
-The ring is a small buffer pool. Next to it stands PyTorch's own pool of pinned memory (its caching host allocator:
-``torch.empty(..., pin_memory=True)`` freed after a ``non_blocking`` copy is reused once the copy's event has
-passed), which on a GPU would do the ring's reuse for us, and on the CPU glibc's or tcmalloc's ``malloc``. The two
-have not been measured side by side (issue 58: no GPU lent; on the CPU the sampled epoch with the ring is 0.90x the
-one before it, which allocated each minibatch's rows afresh, but that run changed more than the pool); until they
-are, the ring stays, and the numbers decide.
+Every array the device needs gets a 64-byte-aligned ``Segment`` of one ``Layout``; ``BatchTransfer.send`` moves the
+filled host buffer at once (pinned, on its own stream, with a ``ready`` event). Pinned memory is costly to allocate,
+so a ring of ``prefetch + 2`` buffers is reused; on the CPU ``send`` copies nothing.
 """
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
 """The config's ``sampling.fanouts`` resolved against a graph's relations: for every hop, a fanout per relation.
 
-Each entry (one per model layer, DGL's order: the input layer's first) is a number, the fanout of every relation (as
-MLPerf's R-GAT samples IGBH: 15, 10, 5 of each relation), or a map relation -> number naming every relation of the
-graph, as DGL's ``NeighborSampler([{etype: n, ...}, ...])`` takes it. A relation is named by its name where that is
-unique among the graph's relations (``cites``, ``rev-cites``), else as ``src:name:dst``. A homogeneous graph has
-one relation (``edge``): a number is its fanout.
+Each entry (DGL's order, input layer first) is a number for every relation, or a map naming every relation (by name
+where unique, else ``src:name:dst``), as DGL's ``NeighborSampler`` takes it. A homogeneous graph has one relation.
 """
 from __future__ import annotations
 

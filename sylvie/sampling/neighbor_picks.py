@@ -1,17 +1,8 @@
 """Which in-neighbours each vertex of a frontier draws: without replacement, counter based, in parallel (numba).
 
-Vertex ``v`` of in-degree ``d`` (``d + 1`` with a self-loop: position ``d`` is ``v`` itself) draws
-``k = min(fanout, d)`` distinct positions among its in-edges, a uniform k-subset by Floyd's algorithm, so each
-in-neighbour is included with probability ``min(1, fanout / d)``, as DGL's and SALIENT++'s samplers sample. A
-vertex whose in-edges all fit takes them in the topology's order; otherwise its picks come in the order Floyd's
-algorithm draws them.
-
-Every random number is a pure function of (minibatch key, hop, vertex, draw): splitmix64's finaliser over
-``hop_key + v * golden`` gives the vertex's key, and its j-th draw hashes ``vertex_key + (j + 1) * golden``. No
-state is carried between vertices, so the picks do not depend on the frontier's order, on how the parallel loop
-splits it, or on the number of threads: 1, 2 and N threads give the same bits. The kernels release the GIL.
-
-numba's cache keys a kernel on its own source only; the helpers it inlines live in this module for that reason.
+A vertex draws a uniform subset of min(fanout, in-degree) in-edges (Floyd's algorithm), as DGL's and SALIENT++'s
+samplers do. Every random number hashes (minibatch key, hop, vertex, draw), so the picks do not depend on order or
+thread count. Inlined helpers live here: numba's cache keys a kernel on its own module.
 """
 from __future__ import annotations
 
@@ -23,7 +14,7 @@ U64 = np.uint64
 GOLDEN = U64(0x9E3779B97F4A7C15)
 _M1, _M2 = U64(0xBF58476D1CE4E5B9), U64(0x94D049BB133111EB)
 MASK64 = (1 << 64) - 1
-PARALLEL_MIN_FRONTIER = 2048  # below this a parallel launch (~0.1-1 ms) costs more than it saves
+PARALLEL_MIN_FRONTIER = 2048  # below this a parallel launch costs more than it saves
 CHUNK = 512  # frontier vertices per parallel task
 
 

@@ -1,16 +1,9 @@
 """The sampling thread: minibatches are sampled and their rows fetched in the background while the current one
 computes.
 
-One worker thread serves the whole run and runs every job in the order submitted: the sampling of every
-minibatch (and the simulation cache policy's pre-sampling), whatever ``prefetch`` is. The draws do not depend on
-the thread (they are a function of the minibatch, ``neighbor_sampler``); one thread keeps the row fetches, which
-are collectives, in the same order on every rank. Those go to a process group of their own, so they never
-interleave with the main thread's gradient all-reduce.
-
-``pipeline.map(produce, n)`` yields ``produce(0) .. produce(n - 1)`` in order, keeping ``depth`` items ahead of
-the consumer (0: each one produced when asked). The time the consumer waits is counted in ``waited`` (from
-``begin_epoch``: the pipeline's account of an epoch). A wait for
-work that involves peers is bounded by ``timeout``; an error in the thread is raised in the consumer.
+One worker thread runs every job in order, so the row fetches (collectives, on a process group of their own) keep
+the same order on every rank. ``pipeline.map(produce, n)`` yields items in order, ``depth`` ahead; the consumer's
+wait is counted, bounded by ``timeout``, and an error in the thread is raised in the consumer.
 """
 from __future__ import annotations
 

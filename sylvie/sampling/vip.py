@@ -1,45 +1,23 @@
-"""VIP, the vertex inclusion probability of SALIENT++ (Kaler et al., MLSys 2023): for the minibatches of one part,
-the probability that a vertex is among a minibatch's input vertices, i.e. is reached at some hop of its L-hop
-neighbourhood.
+"""VIP, the vertex inclusion probability of SALIENT++ (Kaler et al., MLSys 2023): for part k's minibatches, the
+probability that a vertex is among a minibatch's inputs.
 
-For part k with training vertices T_k, batch size b and fanouts f_1..f_L (f_1 next to the seeds; DGL's
-``NeighborSampler(fanouts)`` takes them the other way round, ``fanouts[-1]`` next to the seeds), SALIENT++'s
-recurrence (``salient_vip``) is
-
-    p_0(v) = b / |T_k|                 if v in T_k, else 0
-    w_h(u) = min(1, f_h / deg(u))      a given in-neighbour of u is sampled (without replacement)
-    p_h(v) = 1 - prod over the edges v -> u of (1 - w_h(u) * p_{h-1}(u))
-    VIP(v) = 1 - prod_{h=1..L} (1 - p_h(v))
-
-It treats samplers and hops as independent, and two things our sampler (and DGL's) does break it: every vertex
-reached so far samples again at every later hop (a block's sources include its destinations), with fresh draws, so
-a seed's neighbours get L chances, not one; and a vertex v reached through u is often what brought u in (v picked u
-through the reverse edge), which counts v's own inclusion as evidence for itself. ``vertex_inclusion_probability``
-follows both, edge by edge. For the edge e: v -> u (u samples v),
-
-    R_0(v)     = p_0(v)                                            reached by hop 0 (a seed)
-    C_j(e)     = 1 - (1 - R_j(u)) / (1 - M_j(e'))                  u reached by hop j, not through v (e': u -> v,
-                                                                   the reverse edge, if the graph has it)
-    M_h(e)     = sum_{j<h} (C_j(e) - C_{j-1}(e)) (1 - prod_{i=j+1..h} (1 - w_i(e)))
-                                                                   u, first reached at hop j, picks v at a later hop
-    R_h(v)     = 1 - (1 - p_0(v)) prod over the edges e: v -> u of (1 - M_h(e))
-    VIP(v)     = R_L(v)
-
-(a cavity, as belief propagation's messages leave out their recipient). Products are sums of log1p over the edges:
-O(L^2 x edges) time (a numba kernel, in parallel over destinations), a float32 per edge and hop, and the reverse
-edges found by bisection (the topology is sorted). Against our sampler's measured inclusion frequencies
-(``tests/test_typed_sampling.py``'s mag-shaped graph of 3,000 nodes, 8 relations, 2 hops of per-relation fanouts,
-9,300 minibatches), the published recurrence was off by a mean 0.015 / 0.011 / 0.003 / 0.025 on papers, authors,
-institutions and fields (53 / 57 / 93 / 11% of vertices within 3 Monte Carlo standard errors), this one by 0.003 /
-0.002 / 0.003 / 0.003 (99 / 100 / 93 / 98%). On Cora (4 METIS parts, parts 0 and 1, fanouts 10/5, batch 32)
-against DGL's sampler: 0.0041 and 0.0049 for the published recurrence, 0.0015 and 0.0027 for this one.
-
-A typed graph is sampled per relation (``neighbor_sampler``): u draws ``f_h[r]`` of its ``deg_r(u)`` in-edges of
-relation r, so an edge v -> u of relation r is drawn with w_h(e) = min(1, f_h[r] / deg_r(u)), and a vertex of type t
-is reached through the relations whose source type is t, from their destinations' types; e's reverse is the edge of
-the reverse relation (``GraphTypes.reverse_index``). The homogeneous graph is the case of one relation, its own
-reverse.
+``salient_vip`` is the published recurrence. ``vertex_inclusion_probability`` also follows what it leaves out (a
+reached vertex samples again at later hops; a cavity over reverse edges), so it tracks our sampler more closely
+(``tests/test_typed_sampling.py``). Formulas: below.
 """
+# The two recurrences, for the edge e: v -> u (u samples v), f_1..f_L the fanouts (f_1 next to the seeds):
+#
+#     SALIENT++:  p_0(v) = b / |T_k| if v in T_k, else 0;  w_h(u) = min(1, f_h / deg(u))
+#                 p_h(v) = 1 - prod over the edges v -> u of (1 - w_h(u) * p_{h-1}(u))
+#                 VIP(v) = 1 - prod_{h=1..L} (1 - p_h(v))
+#     ours:       R_0(v) = p_0(v)
+#                 C_j(e) = 1 - (1 - R_j(u)) / (1 - M_j(e'))   u reached by hop j, not through v (e': u -> v)
+#                 M_h(e) = sum_{j<h} (C_j(e) - C_{j-1}(e)) (1 - prod_{i=j+1..h} (1 - w_i(e)))
+#                 R_h(v) = 1 - (1 - p_0(v)) prod over the edges e: v -> u of (1 - M_h(e));  VIP(v) = R_L(v)
+#
+# Products are sums of log1p over the edges: O(L^2 x edges) time (numba, parallel over destinations), a float32 per
+# edge and hop, reverse edges found by bisection (the topology is sorted). A typed graph: an edge v -> u of relation r
+# is drawn with w_h(e) = min(1, f_h[r] / deg_r(u)); e's reverse is the reverse relation's edge.
 from __future__ import annotations
 
 from collections.abc import Sequence

@@ -1,14 +1,9 @@
 """The Low-bit Module: stochastic b-bit quantization of rows for the wire (Sylvie).
 
-``encode(rows, bits, counts)`` packs the rows bound for each destination into one self-describing byte
-buffer per destination (concatenated, destination after destination; byte layout in ``lowbit.format``);
-``decode(buffer, layout)`` turns such bytes back into float32 rows. Each row is quantized on its own grid
-from its minimum to its maximum with 2**b levels, rounding stochastically so E[decode(encode(x))] = x.
-``bits = 32`` sends the float32 rows unchanged.
-
-Kernels: numba on the CPU (``lowbit.cpu``) and numba-cuda on the GPU (``lowbit.cuda``; torch CUDA tensors
-are passed without copies through the CUDA array interface). Both produce the same bytes for the same
-random numbers, which come from a counter-based hash of (key, row, column).
+``encode(rows, bits, counts)`` packs each destination's rows into one self-describing buffer (``lowbit.format``);
+``decode`` turns it back into float32. Each row has its own min-max grid of 2**b levels, rounded stochastically so
+E[decode(encode(x))] = x; ``bits = 32`` is unquantized. CPU (numba) and GPU (numba-cuda) kernels write the same
+bytes.
 """
 from __future__ import annotations
 

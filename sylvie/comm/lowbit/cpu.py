@@ -1,17 +1,8 @@
 """Low-bit Module CPU kernels: numba, rows in parallel chunks (``prange``), one kernel pair per bit width.
 
-numba's thread count is numba's setting (``NUMBA_NUM_THREADS``; ``sylvie train`` sets it from
-``OMP_NUM_THREADS`` before numba loads, so several ranks on one machine do not oversubscribe it).
-
-Layout in ``lowbit.format``; arithmetic in ``lowbit.scalar`` (shared with the CUDA kernels, so both write
-the same bytes for the same random numbers). Arrays are numpy (zero-copy views of torch CPU tensors).
-
-The kernels release the GIL while they run (``nogil``): with the pipelined exchange, the main thread's model
-and the communication threads keep running beside an encode or a decode.
-
-Each row is read from memory once: its range and finiteness (vectorized), then its codes into a small
-per-chunk scratch (vectorized), then packed. The bit width is a compile-time constant, so the packing
-loops unroll.
+Layout in ``lowbit.format``, arithmetic in ``lowbit.scalar`` (shared with the CUDA kernels: the same bytes for the
+same random numbers). The kernels release the GIL, so the pipelined exchange's threads and the model run beside
+them. Each row is read once; the bit width is a compile-time constant, so packing loops unroll.
 """
 from __future__ import annotations
 
@@ -121,7 +112,7 @@ def _compile(bits: int, parallel: bool, digest: str):
         for c in prange((n + CHUNK_ROWS - 1) // CHUNK_ROWS):
             codes = np.zeros(rb * per_byte, np.float32)
             # 1 bit: each byte's 8 codes spread onto the 8 bytes of a word at once (a multiply and masks), as the
-            # per-code shifts do not vectorize at 8 codes a byte (3x slower than at 2, 4 or 8 bits)
+            # per-code shifts do not vectorize at 8 codes a byte (far slower than at 2, 4 or 8 bits)
             flags = np.zeros(rb * 8, np.uint8)
             spread = flags.view(np.uint64)
             for i in range(c * CHUNK_ROWS, min(n, (c + 1) * CHUNK_ROWS)):
@@ -157,7 +148,7 @@ def kernels(bits: int, parallel: bool = True):
 
 def _parallel(elements: int) -> bool:
     """Whether a message is worth numba's thread pool: large, and more than one thread to run it (a parallel
-    launch costs ~2 ms on a one-thread rank whose process started the pool with more, e.g. numba.set_num_threads)."""
+    launch is costly on a one-thread rank whose process started the pool with more, e.g. numba.set_num_threads)."""
     return elements >= PARALLEL_MIN_ELEMENTS and numba.get_num_threads() > 1
 
 

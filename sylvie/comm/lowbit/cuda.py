@@ -1,23 +1,9 @@
 """Low-bit Module CUDA kernels: numba-cuda, a warp per row.
 
-Same layout (``lowbit.format``) and the same scalar arithmetic (``lowbit.scalar``) as the CPU kernels, so
-the bytes are identical for the same random numbers. On a GPU the arguments are torch CUDA tensors, passed
-without copies through the CUDA array interface, and the kernels run on torch's current stream. Under
-``NUMBA_ENABLE_CUDASIM=1`` the same kernels run on the CPU with numpy arrays (for tests; the simulator's warp
-shuffles and votes are ``sylvie.numba_cuda``'s).
-
-Block = (32 lanes per row) x (8 rows). Encode, one kernel per bit width (the width is a constant in it): each lane
-takes the order-key range (``scalar.order_key``) of every 32nd element of its row, and a butterfly of
-``shfl_xor_sync`` gives every lane the row's: no shared memory, no ``syncthreads``. Every lane then computes the
-row's grid; lane 0 writes the header. Codes go by warp steps, lane t quantizing element 32s + t at step s:
-
-- 1 bit: ``ballot_sync`` of the step's codes is a 32-bit word whose bit t is element 32s + t's, i.e. code bytes
-  4s..4s+3 in the CPU's little-endian bit order; lanes 0-3 write its 4 bytes, one each (a row's codes start at any
-  byte: rows are 5 + ceil(D / 8) bytes apart, so words are not written whole).
-- 2, 4, 8 bits: the lanes of one byte OR their shifted codes together by ``shfl_xor_sync`` and the first writes it.
-
-Each step loop ends on a warp vote (``any_sync``) rather than on a count, which keeps the compiler from unrolling it
-(unrolled, the encode held 40 registers). Decode: lane t decodes every 32nd element of the row from its code byte.
+Same layout (``lowbit.format``) and scalar arithmetic (``lowbit.scalar``) as the CPU kernels, so the bytes are
+identical for the same random numbers. Torch CUDA tensors pass without copies (CUDA array interface), on torch's
+current stream. Encode: a ``shfl_xor_sync`` butterfly gives every lane the row's range (no shared memory), codes are
+packed by ``ballot_sync`` (1 bit) or shuffles (2-8 bits). Loops end on warp votes, which keeps them from unrolling.
 """
 from __future__ import annotations
 

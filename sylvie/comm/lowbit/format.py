@@ -1,18 +1,16 @@
 """Byte layout of Low-bit Module messages: one self-describing buffer per destination.
 
-For ``n`` rows of ``D`` features at ``b`` bits (``R = ceil(D * b / 8)`` code bytes per row), the buffer
-of one destination is::
-
-    [0,    2n)        fp16 row minimum, little-endian, in units of 2**e
-    [2n,   4n)        fp16 row step (the scale), in units of 2**e
-    [4n,   5n)        int8 e: the row's power-of-two exponent
-    [5n,   5n + nR)   codes, row after row; element j sits at bit (j*b) % 8 of byte (j*b) // 8, low bits first
-    zero padding to a multiple of 8 bytes (so the next destination's buffer stays aligned)
-
-A row decodes to ``(min + q * step) * 2**e``. The exponent keeps fp16 in range whatever the magnitude of the
-rows (feature gradients are often far below fp16's smallest normal number). A destination with no rows gets
-an empty buffer. ``bits == 32`` means no quantization: the buffer is the raw float32 rows.
+Per row: an fp16 minimum and step and an int8 power-of-two exponent (which keeps fp16 in range for tiny gradients),
+then the packed codes; a row decodes to ``(min + q * step) * 2**e``. Buffers are padded to 8 bytes; ``bits == 32``
+is the raw float32 rows. Layout: below.
 """
+# For n rows of D features at b bits (R = ceil(D * b / 8) code bytes per row), one destination's buffer:
+#
+#     [0,    2n)        fp16 row minimum, little-endian, in units of 2**e
+#     [2n,   4n)        fp16 row step (the scale), in units of 2**e
+#     [4n,   5n)        int8 e: the row's power-of-two exponent
+#     [5n,   5n + nR)   codes, row after row; element j sits at bit (j*b) % 8 of byte (j*b) // 8, low bits first
+#     zero padding to a multiple of 8 bytes (so the next destination's buffer stays aligned)
 from __future__ import annotations
 
 from dataclasses import dataclass, field

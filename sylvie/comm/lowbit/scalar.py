@@ -1,14 +1,8 @@
 """Scalar arithmetic of the Low-bit Module, one source for the CPU (numba) and CUDA (numba-cuda) kernels.
 
-Every function here is ``register_jitable``: plain Python (the CUDA simulator runs it as is) that numba
-compiles into both the CPU and the CUDA kernels. All floating-point values are float32 with explicit casts,
-so the CPU, the GPU and the simulator round identically, and no result depends on whether the compiler
-fuses a multiply and an add (CUDA does by default): every product is either exact or clamped before
-anything is added to it. Powers of two come from a table and exponents from float32 bit patterns, so the
-per-row work has no library calls.
-
-Random numbers are counter based: uniform(key, row, column) is a hash, so any kernel, thread layout or
-device draws the same number for the same element.
+Every function is ``register_jitable``. All values are float32 with explicit casts and no product is added to before
+it is exact or clamped, so the CPU, GPU and simulator round identically whether or not the compiler fuses
+multiply-adds. Random numbers are a hash of (key, row, column): any kernel or thread layout draws the same.
 """
 from __future__ import annotations
 
