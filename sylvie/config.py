@@ -1,8 +1,10 @@
-"""Configuration as data: the schema validates it, supplies every default, and defines the CLI flags.
+"""Configuration as data: the schema validates it and defines the CLI flags; each section reaches the code as a
+checked-in frozen dataclass (``sylvie.config_sections``, ``sylvie.config_dataset``).
 
-The Snakefile and every ``sylvie <stage>`` read knobs from the same schema
-(``sylvie/schema/config.schema.yaml``, linked from ``workflow/schemas/``), so a default or description lives
-in one place.
+The Snakefile and every ``sylvie <stage>`` read knobs from the same schema (``sylvie/schema/config.schema.yaml``,
+linked from ``workflow/schemas/``); ``tests/test_config_schema.py`` keeps each class's fields equal to it (types,
+defaults, descriptions, bounds). Editors validate a config file with the JSON copy of the schema
+(``sylvie/schema/config.schema.json``), written by ``python -m sylvie.config --write-json-schema``.
 """
 from __future__ import annotations
 
@@ -13,17 +15,42 @@ import hashlib
 import json
 import math
 import shlex
+import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cache, lru_cache
+from functools import lru_cache
 from pathlib import Path
+from typing import Any, Literal, overload
 
 import jsonschema
 import yaml
 
+from sylvie.config_dataset import DatasetConfig
+from sylvie.config_sections import (
+    CacheConfig,
+    CommConfig,
+    EvaluateConfig,
+    FeaturesConfig,
+    ModelConfig,
+    PartitionConfig,
+    SamplingConfig,
+    SectionRuleError,
+    TrainConfig,
+)
 from sylvie.errors import SylvieError
 
 SCHEMA_PATH = Path(__file__).parent / "schema" / "config.schema.yaml"
+JSON_SCHEMA_PATH = SCHEMA_PATH.with_suffix(".json")
 SECTIONS = ("partition", "model", "train", "comm", "sampling", "cache", "features", "evaluate")
+# the class of each section section() builds: the run's sections and a dataset's options
+SECTION_CLASSES: dict[str, type] = {
+    "partition": PartitionConfig, "model": ModelConfig, "train": TrainConfig, "comm": CommConfig,
+    "sampling": SamplingConfig, "cache": CacheConfig, "features": FeaturesConfig, "evaluate": EvaluateConfig,
+    "dataset": DatasetConfig,
+}
+Section = (PartitionConfig | ModelConfig | TrainConfig | CommConfig | SamplingConfig | CacheConfig | FeaturesConfig
+           | EvaluateConfig | DatasetConfig)
+SectionValues = Mapping[str, Any] | Section | None
 # the sections a run of each training mode ignores: the other mode's settings
 OTHER_MODE_SECTIONS = {"full": ("sampling", "cache", "features"), "sampled": ("comm",)}
 
@@ -94,14 +121,14 @@ class Run:
     """One run of the pipeline: its sections typed (``run.train.epochs``, ``run.comm.bits``)."""
     name: str
     dataset: str
-    partition: object
-    model: object
-    train: object
-    comm: object
-    sampling: object
-    cache: object
-    features: object
-    evaluate: object
+    partition: PartitionConfig
+    model: ModelConfig
+    train: TrainConfig
+    comm: CommConfig
+    sampling: SamplingConfig
+    cache: CacheConfig
+    features: FeaturesConfig
+    evaluate: EvaluateConfig
 
     @property
     def partition_id(self) -> str:
@@ -137,7 +164,7 @@ def resolve_regime(balance: str, train_mode: str | None = None) -> str:
     return (train_mode or "full") if balance == "auto" else balance
 
 
-def check_sampling(model, train, sampling, where: str) -> None:
+def check_sampling(model: ModelConfig, train: TrainConfig, sampling: SamplingConfig, where: str) -> None:
     """Sampled training needs one fanout per model layer."""
     if train.mode == "sampled" and len(sampling.fanouts) != model.layers:
         raise SylvieError(f"{where}: sampling.fanouts has {len(sampling.fanouts)} entries {list(sampling.fanouts)} "
@@ -145,17 +172,13 @@ def check_sampling(model, train, sampling, where: str) -> None:
                           f"first)")
 
 
-def check_boundary_sampling(train, comm, where: str) -> None:
-    """``train.boundary_sampling`` below 1 samples the halo rows of full-graph training: refused in sampled training
-    (no halo exchange) and with ``comm.smoothing``, which blends one epoch's halo rows into the next epoch's, rows
-    that differ from epoch to epoch under sampling."""
+def check_boundary_sampling(train: TrainConfig, comm: CommConfig | None, where: str) -> None:
+    """``train.boundary_sampling`` below 1 samples the halo rows of full-graph training: refused with
+    ``comm.smoothing``, which blends one epoch's halo rows into the next epoch's, rows that differ from epoch to epoch
+    under sampling. (In sampled training, which has no halo exchange: ``TrainConfig`` refuses it.)"""
     p = train.boundary_sampling
     if p >= 1:
         return
-    if train.mode == "sampled":
-        raise SylvieError(f"{where}: train.boundary_sampling is {p:g}, but boundary-node sampling is a setting of "
-                          f"full-graph training (train.mode full), which exchanges halo rows; train.mode sampled "
-                          f"has none to sample. Set train.boundary_sampling to 1 (the default) or train.mode to full")
     if comm is not None and comm.smoothing > 0:
         raise SylvieError(f"{where}: train.boundary_sampling {p:g} cannot be combined with comm.smoothing "
                           f"{comm.smoothing:g}: smoothing blends each epoch's halo rows into the next epoch's, and "
@@ -163,22 +186,13 @@ def check_boundary_sampling(train, comm, where: str) -> None:
                           f"or train.boundary_sampling to 1")
 
 
-def check_divergence_settings(train, where: str) -> None:
-    """``train.divergence_factor`` is 0 (off) or above 1: at or below 1 it would stop training whose loss falls."""
-    factor = train.divergence_factor
-    if 0 < factor <= 1:
-        raise SylvieError(f"{where}: train.divergence_factor {factor:g}: must be above 1 (training stops when the loss "
-                          f"stays above that many times the first epoch's), or 0 to turn the check off; e.g. 10")
-
-
-def check_run(model, train, comm, sampling, where: str) -> None:
-    """The rules between a run's knobs that the schema does not state: the one check of a config's runs
+def check_run(model: ModelConfig, train: TrainConfig, comm: CommConfig, sampling: SamplingConfig, where: str) -> None:
+    """The rules between a run's sections that the schema does not state: the one check of a config's runs
     (``resolve_runs``, when the pipeline is planned) and of ``sylvie train``'s flags (``run_training``), so that
-    the two refuse the same combinations. (A dataset's: ``registry.check_dataset``, for the config and
-    ``sylvie download`` alike.)"""
+    the two refuse the same combinations. (The rules within one section: its class's ``__post_init__``, met when
+    ``section`` builds it; a dataset's: ``registry.check_dataset``, for the config and ``sylvie download`` alike.)"""
     check_sampling(model, train, sampling, where)
     check_boundary_sampling(train, comm, where)
-    check_divergence_settings(train, where)
 
 
 def validate(config: dict, where: str = "config") -> dict:
@@ -210,8 +224,17 @@ def resolve_runs(config: dict, where: str = "config") -> dict[str, Run]:
         if dataset not in config["datasets"]:
             raise SylvieError(f"{where}: invalid value for 'runs.{name}.dataset': '{dataset}' is not a key of "
                               f"datasets ({', '.join(config['datasets'])}); add it under datasets")
-        sections = {s: section(s, merged.get(s, {}), where=f"{where}: runs.{name}.{s}") for s in SECTIONS}
-        mode = sections["train"].mode
+        at = f"{where}: runs.{name}"
+        run = Run(name=name, dataset=dataset,  # each section typed, in the order of SECTIONS
+                  partition=section("partition", merged.get("partition"), where=f"{at}.partition"),
+                  model=section("model", merged.get("model"), where=f"{at}.model"),
+                  train=section("train", merged.get("train"), where=f"{at}.train"),
+                  comm=section("comm", merged.get("comm"), where=f"{at}.comm"),
+                  sampling=section("sampling", merged.get("sampling"), where=f"{at}.sampling"),
+                  cache=section("cache", merged.get("cache"), where=f"{at}.cache"),
+                  features=section("features", merged.get("features"), where=f"{at}.features"),
+                  evaluate=section("evaluate", merged.get("evaluate"), where=f"{at}.evaluate"))
+        mode = run.train.mode
         ignored = [s for s in OTHER_MODE_SECTIONS[mode] if (override or {}).get(s)]
         if ignored:
             other = "sampled" if mode == "full" else "full"
@@ -219,15 +242,14 @@ def resolve_runs(config: dict, where: str = "config") -> dict[str, Run]:
             raise SylvieError(f"{where}: runs.{name}.{ignored[0]}: a setting of {names[other]} training (train.mode "
                               f"{other}), which this run (train.mode {mode}) ignores; remove runs.{name}.{ignored[0]} "
                               f"or set runs.{name}.train.mode to {other}")
-        check_run(sections["model"], sections["train"], sections["comm"], sections["sampling"], f"{where}: runs.{name}")
+        check_run(run.model, run.train, run.comm, run.sampling, at)
         # balance auto: the constraints of the run's regime
-        sections["partition"] = dataclasses.replace(sections["partition"], balance=resolve_regime(
-            sections["partition"].balance, sections["train"].mode))
-        runs[name] = Run(name=name, dataset=dataset, **sections)
+        runs[name] = dataclasses.replace(run, partition=dataclasses.replace(
+            run.partition, balance=resolve_regime(run.partition.balance, mode)))
     return runs
 
 
-def dataset_options(config: dict, name: str):
+def dataset_options(config: dict, name: str) -> DatasetConfig:
     """Options of dataset ``name`` (typed), defaults filled in."""
     config = validate(config)
     if name not in config["datasets"]:
@@ -237,49 +259,45 @@ def dataset_options(config: dict, name: str):
 
 # ---- typed sections -------------------------------------------------------------------------------
 
-_PY_TYPES = {"integer": int, "number": float, "boolean": bool, "string": str, "array": list, "object": dict,
-             "null": type(None)}
+@overload
+def section(name: Literal["partition"], values: SectionValues = None, where: str | None = None) -> PartitionConfig: ...
+@overload
+def section(name: Literal["model"], values: SectionValues = None, where: str | None = None) -> ModelConfig: ...
+@overload
+def section(name: Literal["train"], values: SectionValues = None, where: str | None = None) -> TrainConfig: ...
+@overload
+def section(name: Literal["comm"], values: SectionValues = None, where: str | None = None) -> CommConfig: ...
+@overload
+def section(name: Literal["sampling"], values: SectionValues = None, where: str | None = None) -> SamplingConfig: ...
+@overload
+def section(name: Literal["cache"], values: SectionValues = None, where: str | None = None) -> CacheConfig: ...
+@overload
+def section(name: Literal["features"], values: SectionValues = None, where: str | None = None) -> FeaturesConfig: ...
+@overload
+def section(name: Literal["evaluate"], values: SectionValues = None, where: str | None = None) -> EvaluateConfig: ...
+@overload
+def section(name: Literal["dataset"], values: SectionValues = None, where: str | None = None) -> DatasetConfig: ...
+@overload
+def section(name: str, values: SectionValues = None, where: str | None = None) -> Section: ...
 
 
-def _annotation(spec: dict):
-    kinds = spec.get("type", "string")
-    kinds = kinds if isinstance(kinds, list) else [kinds]
-    types = [_PY_TYPES[k] for k in kinds]
-    out = types[0]
-    for t in types[1:]:
-        out = out | t
-    return out
-
-
-@cache
-def section_type(name: str) -> type:
-    """A frozen dataclass with one field per knob of section ``name``, its default the schema's (None where the
-    schema has none). The only place a default lives is the schema."""
-    fields = []
-    for key, spec in properties(name).items():
-        default = spec.get("default")
-        if isinstance(default, (list, dict)):
-            factory = dataclasses.field(default_factory=lambda v=default: copy.deepcopy(v))
-            fields.append((key, _annotation(spec), factory))
-        else:
-            fields.append((key, _annotation(spec), dataclasses.field(default=default)))
-    cls = dataclasses.make_dataclass(f"{name.title()}Config", fields, frozen=True)
-    cls.__doc__ = f"The '{name}' section of the configuration (sylvie/schema/config.schema.yaml)."
-    return cls
-
-
-def section(name: str, values=None, where: str | None = None):
-    """Section ``name`` as a frozen dataclass: ``values`` (a mapping, or already a section) validated against the
-    schema, defaults filled in."""
+def section(name: str, values: SectionValues = None, where: str | None = None) -> Section:
+    """Section ``name`` as its frozen dataclass (``SECTION_CLASSES``): ``values`` (a mapping, or already a section)
+    validated against the schema, a preset's knobs and the defaults filled in, and checked by the class's rules
+    between its knobs."""
     if dataclasses.is_dataclass(values):
         values = dataclasses.asdict(values)
-    values = {k: v for k, v in (values or {}).items() if v is not None}  # unset: the schema's default
+    values = {k: v for k, v in (values or {}).items() if v is not None}  # unset: the default
     node = {k: v for k, v in {**schema()["$defs"][name], "$defs": schema()["$defs"]}.items() if k != "default"}
     _raise_invalid(values, node, where or f"{name} settings")
     preset = with_preset(name, values)
     if preset != values:  # the preset's own knobs, checked as the user's are
         _raise_invalid(preset, node, where or f"{name} settings")
-    return section_type(name)(**preset)
+    try:
+        return SECTION_CLASSES[name](**preset)
+    except SectionRuleError as e:
+        # the rule names its knobs in full (train.divergence_factor): said where the section lies, not in it
+        raise SylvieError(f"{(where or f'{name} settings').removesuffix('.' + name)}: {e}") from None
 
 
 def with_preset(name: str, values: dict) -> dict:
@@ -289,7 +307,7 @@ def with_preset(name: str, values: dict) -> dict:
     return {**presets.get(values.get("preset"), {}), **values}
 
 
-def as_dict(cfg) -> dict:
+def as_dict(cfg: Section | Mapping[str, Any]) -> dict:
     """A section's knobs as a plain dict (for files and CLI flags)."""
     return dataclasses.asdict(cfg) if dataclasses.is_dataclass(cfg) else dict(cfg)
 
@@ -385,7 +403,30 @@ def add_section_arguments(parser: argparse.ArgumentParser, section: str, skip: t
                                **kwargs)
 
 
-def section_from_args(args: argparse.Namespace, name: str, skip: tuple[str, ...] = ()):
+_Skip = tuple[str, ...]
+
+
+@overload
+def section_from_args(args: argparse.Namespace, name: Literal["partition"], skip: _Skip = ()) -> PartitionConfig: ...
+@overload
+def section_from_args(args: argparse.Namespace, name: Literal["model"], skip: _Skip = ()) -> ModelConfig: ...
+@overload
+def section_from_args(args: argparse.Namespace, name: Literal["train"], skip: _Skip = ()) -> TrainConfig: ...
+@overload
+def section_from_args(args: argparse.Namespace, name: Literal["comm"], skip: _Skip = ()) -> CommConfig: ...
+@overload
+def section_from_args(args: argparse.Namespace, name: Literal["sampling"], skip: _Skip = ()) -> SamplingConfig: ...
+@overload
+def section_from_args(args: argparse.Namespace, name: Literal["cache"], skip: _Skip = ()) -> CacheConfig: ...
+@overload
+def section_from_args(args: argparse.Namespace, name: Literal["features"], skip: _Skip = ()) -> FeaturesConfig: ...
+@overload
+def section_from_args(args: argparse.Namespace, name: Literal["dataset"], skip: _Skip = ()) -> DatasetConfig: ...
+@overload
+def section_from_args(args: argparse.Namespace, name: str, skip: _Skip = ()) -> Section: ...
+
+
+def section_from_args(args: argparse.Namespace, name: str, skip: tuple[str, ...] = ()) -> Section:
     """Section ``name`` (typed) from parsed arguments, validated against the schema; ``skip``: knobs that are not
     flags of this command (they keep their defaults)."""
     prefix = name + "."
@@ -423,3 +464,36 @@ def cli_arguments(section: str, values, skip: tuple[str, ...] = ()) -> str:
         else:
             out += [flag, str(v)]
     return shlex.join(out)
+
+
+# ---- the schema for editors ------------------------------------------------------------------------
+
+def editor_schema() -> dict:
+    """The schema as JSON Schema of one config file, for editors (a config file's first line,
+    ``# yaml-language-server: $schema=...``, points VS Code's YAML extension at ``config.schema.json``): the YAML
+    schema less its top-level ``required``, since a file given after another to Snakemake (``--configfile a.yaml
+    b.yaml``, merged in order) may leave ``runs`` to the first."""
+    out = copy.deepcopy(schema())
+    out.pop("required", None)
+    return {"$comment": "Generated from config.schema.yaml by `python -m sylvie.config --write-json-schema`; edit that "
+                        "file, then rerun the command.", **out}
+
+
+def editor_schema_text() -> str:
+    return json.dumps(editor_schema(), indent=2, ensure_ascii=False) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m sylvie.config --write-json-schema``: (re)write ``sylvie/schema/config.schema.json`` from the YAML
+    schema."""
+    parser = argparse.ArgumentParser(prog="python -m sylvie.config", description=main.__doc__)
+    parser.add_argument("--write-json-schema", action="store_true", required=True,
+                        help=f"write {JSON_SCHEMA_PATH.name} beside {SCHEMA_PATH.name}")
+    parser.parse_args(argv)
+    JSON_SCHEMA_PATH.write_text(editor_schema_text())
+    print(f"wrote {JSON_SCHEMA_PATH}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
