@@ -113,17 +113,24 @@ def _check_mode_flags(args) -> None:
 
 
 def _train(args) -> None:
+    """``sylvie train``: the run (``TrainingRun``) and its epochs, driven here as ``run_training`` drives them, so that
+    the optimiser's step is four frames of ours from the entry point: ``main``, this, ``trainer.epoch``,
+    ``trainer.train_step`` (tests/test_train_story.py)."""
     _as_rank()
     from sylvie.config import check_item, section_from_args
     from sylvie.train.job import TrainingJob
-    from sylvie.train.run import run_training
+    from sylvie.train.run import TrainingRun
 
     check_item("train", "seeds", args.seed, "sylvie train options", "seed")
     _check_mode_flags(args)
     train, comm = section_from_args(args, "train", skip=("seeds",)), section_from_args(args, "comm")
-    run_training(TrainingJob(args.partition, args.out, section_from_args(args, "model"), train, comm, args.seed,
-                             section_from_args(args, "sampling"), section_from_args(args, "cache"),
-                             section_from_args(args, "features"), args.vip))
+    job = TrainingJob(args.partition, args.out, section_from_args(args, "model"), train, comm, args.seed,
+                      section_from_args(args, "sampling"), section_from_args(args, "cache"),
+                      section_from_args(args, "features"), args.vip)
+    with TrainingRun(job) as run:
+        for epoch in run.loop:
+            run.loop.end_epoch(run.trainer.epoch(epoch, evaluate=run.loop.evaluates(epoch)))
+        run.finish()
     _rank_done()
 
 

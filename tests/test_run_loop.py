@@ -1,4 +1,4 @@
-"""The run loop (``sylvie.train.loop.run_epochs``) with a fake trainer: in-process, no ranks. What it keeps, logs,
+"""The run loop (``sylvie.train.loop.EpochLoop``) with a fake trainer: in-process, no ranks. What it keeps, logs,
 checkpoints and resumes, and how it stops, whatever the trainer."""
 import math
 
@@ -7,10 +7,18 @@ import pytest
 from sylvie.config import section
 from sylvie.formats.epoch_record import NOT_EVALUATED, EpochRecord, HaloEpoch, PlannedEpoch, read_metrics
 from sylvie.formats.run_failure import read_run_failure
-from sylvie.train.loop import run_epochs
+from sylvie.train.loop import EpochLoop
 from sylvie.train.step import LossDiverged, TrainingDiverged
 
 pytestmark = pytest.mark.unit
+
+
+def run_epochs(trainer, rank, out_dir, train, identity, log):
+    """The loop driven as ``run_training`` drives it (``sylvie.train.run``)."""
+    with EpochLoop(trainer, rank, out_dir, train, identity, log=log) as loop:
+        for epoch in loop:
+            loop.end_epoch(trainer.epoch(epoch, evaluate=loop.evaluates(epoch)))
+    return loop.trained()
 
 
 class FakeTrainer:

@@ -84,8 +84,9 @@ class FullGraphTrainer:
         return BoundedStalenessAdaptor(c.pipeline and self.ctx.world > 1, c.staleness, c.staleness_policy,
                                        c.drift_tolerance, start=start)
 
-    def train_step(self, epoch: int) -> float:
-        """One full-graph step (the epoch's only one); returns the global mean training loss."""
+    def train_step(self, epoch: int, batch=None) -> float:
+        """One full-graph step (the epoch's only one, over the whole partition: no ``batch``), the optimiser's step
+        taken here; returns the global mean training loss."""
         fresh, keep = self.adaptor.mode(epoch).synchronous, not self.adaptor.mode(epoch + 1).synchronous
 
         def forward():
@@ -93,7 +94,9 @@ class FullGraphTrainer:
             logits = self.model(block, x, self.model_halo)
             return logits[self.train_idx], self.labels[self.train_idx]
 
-        return self.step(epoch, epoch, forward, self.num_train_global) / self.num_train_global
+        loss = self.step.forward_backward(epoch, epoch, forward, self.num_train_global)
+        self.opt.step()
+        return loss / self.num_train_global
 
     def _epoch_graph(self, epoch: int, fresh: bool, keep: bool):
         """The epoch's block and layer-0 rows (the whole partition, or its boundary sample), its halo round

@@ -1,5 +1,6 @@
-"""The train stage on one rank: check the job's inputs, join the other ranks, build the trainer of the job's mode,
-run the loop (``train/loop.py``), and on rank 0 write ``model.pt`` and ``metrics.jsonl``."""
+"""The train stage on one rank (``TrainingRun``): check the job's inputs, join the other ranks, build the trainer of
+the job's mode (``build_trainer``), run the loop (``train/loop.py``), and on rank 0 write ``model.pt`` and
+``metrics.jsonl``."""
 from __future__ import annotations
 
 import contextlib
@@ -21,11 +22,11 @@ from sylvie.output_dir import RUN, check_replaceable
 from sylvie.partition.shard_reader import read_shard, read_topology
 from sylvie.runtime.freed_memory import release_free_memory
 from sylvie.runtime.peer_watchdog import collective_timeout
-from sylvie.runtime.process_group import one_rank_per_part, peers_watched
+from sylvie.runtime.process_group import Context, one_rank_per_part, peers_watched
 from sylvie.train.checkpoint import run_identity
 from sylvie.train.fullgraph_trainer import FullGraphTrainer
 from sylvie.train.job import TrainingJob
-from sylvie.train.loop import BestEpoch, log_info, no_nodes, run_epochs
+from sylvie.train.loop import BestEpoch, EpochLoop, log_info, no_nodes
 from sylvie.train.memory_need import check_training_fits
 from sylvie.train.optimiser import check_optimiser
 from sylvie.train.protocol import Trainer
@@ -34,27 +35,108 @@ from sylvie.train.sampled_trainer import SampledTrainer, check_sampled_graph
 from sylvie.train.tensorboard_metrics import TensorBoardMetrics
 
 
+class TrainingRun:
+    """Training ``job`` on this rank, from its checked inputs to rank 0's ``model.pt`` and ``metrics.jsonl`` in
+    ``job.out_dir``; every rank runs one. Constructing it checks the job's inputs before any rank waits for another;
+    entering it holds, in one ``ExitStack``, what the run holds until it ends: the peer watchdog, rank 0's lock on
+    ``out_dir/train.lock``, the process group, the trainer (``build_trainer``), rank 0's TensorBoard writer and the
+    run loop (``EpochLoop``, which resumes). Its driver (``run_training``, and ``sylvie train``'s handler)::
+
+        with TrainingRun(job) as run:
+            for epoch in run.loop:
+                run.loop.end_epoch(run.trainer.epoch(epoch, evaluate=run.loop.evaluates(epoch)))
+            summary = run.finish()
+
+    Checkpoints go to ``out_dir/checkpoints/last.pt`` every ``checkpoint_every`` epochs; a restart of the same run
+    resumes from there. Training that diverges (a non-finite loss, or a loss that stays above ``divergence_factor`` x
+    the first epoch's) stops on every rank at the same epoch; rank 0 then writes ``failed.json`` and
+    ``metrics.jsonl`` of the epochs run, no ``model.pt``.
+    """
+
+    def __init__(self, job: TrainingJob):
+        check_run(job.model, job.train, job.comm, job.sampling, where="sylvie train options")
+        check_optimiser(job.train)
+        inputs = (job.partition_dir,) + ((job.vip_dir,) if job.vip_dir else ())
+        check_replaceable(job.out_dir, RUN, inputs=inputs)  # a run directory, or one to become it
+        self.job, self.manifest = job, read_manifest(job.partition_dir)
+        if job.sampled:  # before any rank waits for another or writes
+            layout = graph_layout(self.manifest)
+            check_sampled_graph(GraphTypes.from_json(layout["types"], f"{job.partition_dir}/manifest.json"),
+                                job.sampling)
+        check_training_fits(job.model, self.manifest, int(os.environ.get("RANK", 0)), job.sampled, job.train.device)
+        self.configs = job.configs()
+
+    def __enter__(self) -> TrainingRun:
+        job, train, manifest = self.job, self.job.train, self.manifest
+        with contextlib.ExitStack() as stack:
+            # counted in and beating while this rank reads and checks its inputs, which takes long on a large graph
+            watch = stack.enter_context(peers_watched(train.timeout, "train", train.startup_timeout))
+            sampled = _sampled_inputs(job, manifest) if job.sampled else None
+            if int(os.environ.get("RANK", 0)) == 0:  # before joining the others: a second run fails at once
+                stack.enter_context(RunLock(job.out_dir))
+            self.ctx = stack.enter_context(one_rank_per_part(
+                train.device, train.timeout, manifest["num_parts"], job.partition_dir,
+                startup_timeout_s=train.startup_timeout, watchdog=watch, part_sized_memory=not sampled))
+            # what the epochs hold, let go before the outputs are written (finish) or on an error
+            self._epochs = stack.enter_context(contextlib.ExitStack())
+            self.trainer = build_trainer(job, self.ctx, manifest, sampled)
+            self._epochs.callback(self.trainer.close)
+            release_free_memory()  # what set-up freed and the epochs would not reuse (runtime/freed_memory.py)
+            board = TensorBoardMetrics(job.out_dir) if train.tensorboard and self.ctx.rank == 0 else None
+            if board:
+                self._epochs.callback(board.close)
+            extra = {k: self.configs[k] for k in ("sampling", "cache", "features") if k in self.configs}
+            identity = run_identity(self.configs["model"], self.configs["train"], self.configs["comm"], manifest,
+                                    extra)
+            self.loop = self._epochs.enter_context(EpochLoop(self.trainer, self.ctx.rank, job.out_dir, train,
+                                                             identity, on_record=board.add if board else None))
+            self._stack = stack.pop_all()
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        return self._stack.__exit__(*exc)
+
+    def finish(self) -> dict | None:
+        """After the last epoch: let go of the trainer and the TensorBoard writer; rank 0 writes ``model.pt`` (the
+        best epoch's weights), ``metrics.jsonl`` and its log line, and returns the run's summary, the others None."""
+        job, configs, manifest = self.job, self.configs, self.manifest
+        trained = self.loop.trained()  # nothing trained: a SylvieError
+        self._epochs.close()
+        best = trained.best
+        if self.ctx.rank != 0:
+            return None
+        summary = {"best_epoch": best.epoch, "best_val_acc": best.val_acc, "test_acc_at_best_val": best.test_acc,
+                   "model_chosen_by": best.chosen_by, **self.trainer.summary(), "num_parts": self.ctx.world}
+        save_model(job.out_dir / "model.pt", ModelFile(
+            weights=best.weights, **{f"{k}_cfg": v for k, v in configs.items()}, in_feats=manifest["num_features"],
+            num_classes=manifest["num_classes"], dataset_fingerprint=manifest["dataset_fingerprint"],
+            summary=summary, graph_types=graph_layout(manifest) if job.model.arch in TYPED_ARCHS else None))
+        write_metrics(job.out_dir, trained.records)
+        clear_run_failure(job.out_dir)  # an earlier attempt's record: this run finished
+        log_info(f"{kept_line(best)}; wrote {job.out_dir / 'model.pt'}")
+        return summary
+
+
 def run_training(job: TrainingJob) -> dict | None:
     """Train ``job`` (every rank calls it); rank 0 writes ``model.pt`` and ``metrics.jsonl`` into ``job.out_dir``
-    and returns the run's summary, the other ranks None.
+    and returns the run's summary, the other ranks None (``TrainingRun``)."""
+    with TrainingRun(job) as run:
+        for epoch in run.loop:
+            run.loop.end_epoch(run.trainer.epoch(epoch, evaluate=run.loop.evaluates(epoch)))
+        return run.finish()
 
-    Rank 0 holds ``out_dir/train.lock`` for the whole run. Checkpoints go to ``out_dir/checkpoints/last.pt``
-    every ``checkpoint_every`` epochs; a restart of the same run resumes from there. Training that diverges (a
-    non-finite loss, or a loss that stays above ``divergence_factor`` x the first epoch's) stops on every rank at
-    the same epoch; rank 0 then writes ``failed.json`` and ``metrics.jsonl`` of the epochs run, no ``model.pt``.
-    """
-    check_run(job.model, job.train, job.comm, job.sampling, where="sylvie train options")
-    check_optimiser(job.train)
-    inputs = (job.partition_dir,) + ((job.vip_dir,) if job.vip_dir else ())
-    check_replaceable(job.out_dir, RUN, inputs=inputs)  # a run directory, or one to become it
-    manifest = read_manifest(job.partition_dir)
-    if job.sampled:  # before any rank waits for another or writes
-        layout = graph_layout(manifest)
-        check_sampled_graph(GraphTypes.from_json(layout["types"], f"{job.partition_dir}/manifest.json"), job.sampling)
-    check_training_fits(job.model, manifest, int(os.environ.get("RANK", 0)), job.sampled, job.train.device)
-    # counted in and beating while this rank reads and checks its inputs, which takes long on a large graph
-    with peers_watched(job.train.timeout, "train", job.train.startup_timeout) as watch:
-        return _train_checked(job, manifest, watch)
+
+def build_trainer(job: TrainingJob, ctx: Context, manifest: dict, sampled=None) -> Trainer:
+    """The trainer of ``job``'s mode on this rank (``ctx``), over its shard of the partition: the full-graph trainer,
+    or the sampled one with ``sampled``, the topology and this rank's VIP (``_sampled_inputs``). The trainers copy
+    what they keep: the shard is unmapped on return, so that the pages set-up read (the whole file, for its checksum)
+    do not stay in this rank's memory for the whole run."""
+    train, shard = job.train, read_shard(job.partition_dir, ctx.rank, manifest)
+    if sampled:
+        topology, vip = sampled
+        return SampledTrainer(ctx, shard, topology, job.model, train, job.sampling, job.cache, job.seed, vip,
+                              timeout=collective_timeout(train.timeout), features=job.features)
+    return FullGraphTrainer(ctx, shard, job.model, train, job.comm, job.seed)
 
 
 def kept_line(best: BestEpoch) -> str:
@@ -78,54 +160,3 @@ def _sampled_inputs(job: TrainingJob, manifest: dict):
         vip = read_vip(job.vip_dir, int(os.environ.get("RANK", 0)), manifest["checksum"], job.sampling.fanouts,
                        job.sampling.batch_size)
     return topology, vip
-
-
-def _train_checked(job: TrainingJob, manifest: dict, watch) -> dict | None:
-    sampled = _sampled_inputs(job, manifest) if job.sampled else None
-    with contextlib.ExitStack() as stack:
-        if int(os.environ.get("RANK", 0)) == 0:  # before joining the others: a second run fails at once
-            stack.enter_context(RunLock(job.out_dir))
-        return _train_locked(job, manifest, sampled, watch)
-
-
-def _train_locked(job: TrainingJob, manifest: dict, sampled, watch) -> dict | None:
-    train = job.train
-    configs = job.configs()
-    extra = {k: configs[k] for k in ("sampling", "cache", "features") if k in configs}
-    with one_rank_per_part(train.device, train.timeout, manifest["num_parts"], job.partition_dir,
-                           startup_timeout_s=train.startup_timeout, watchdog=watch,
-                           part_sized_memory=not sampled) as ctx:
-        shard = read_shard(job.partition_dir, ctx.rank, manifest)
-        if sampled:
-            topology, vip = sampled
-            trainer: Trainer = SampledTrainer(ctx, shard, topology, job.model, train, job.sampling, job.cache,
-                                              job.seed, vip, timeout=collective_timeout(train.timeout),
-                                              features=job.features)
-        else:
-            trainer = FullGraphTrainer(ctx, shard, job.model, train, job.comm, job.seed)
-        # The trainers copy what they keep: unmap the shard, whose pages set-up read (the whole file, for its
-        # checksum) would otherwise stay in this rank's memory for the whole run.
-        del shard
-        release_free_memory()  # what set-up freed and the epochs would not reuse (runtime/freed_memory.py)
-        board = TensorBoardMetrics(job.out_dir) if train.tensorboard and ctx.rank == 0 else None
-        try:
-            trained = run_epochs(trainer, ctx.rank, job.out_dir, train,
-                                 run_identity(configs["model"], configs["train"], configs["comm"], manifest, extra),
-                                 on_record=board.add if board else None)
-        finally:
-            trainer.close()
-            if board:
-                board.close()
-        if ctx.rank != 0:
-            return None
-        best = trained.best
-        summary = {"best_epoch": best.epoch, "best_val_acc": best.val_acc, "test_acc_at_best_val": best.test_acc,
-                   "model_chosen_by": best.chosen_by, **trainer.summary(), "num_parts": ctx.world}
-        save_model(job.out_dir / "model.pt", ModelFile(
-            weights=best.weights, **{f"{k}_cfg": v for k, v in configs.items()}, in_feats=manifest["num_features"],
-            num_classes=manifest["num_classes"], dataset_fingerprint=manifest["dataset_fingerprint"],
-            summary=summary, graph_types=graph_layout(manifest) if job.model.arch in TYPED_ARCHS else None))
-        write_metrics(job.out_dir, trained.records)
-        clear_run_failure(job.out_dir)  # an earlier attempt's record: this run finished
-        log_info(f"{kept_line(best)}; wrote {job.out_dir / 'model.pt'}")
-        return summary

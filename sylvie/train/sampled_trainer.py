@@ -169,8 +169,9 @@ class SampledTrainer:
 
     # ---- one epoch ----
 
-    def _train_batch(self, epoch: int, batch: PreparedBatch) -> float:
-        """One optimisation step on ``batch``; the loss summed over all ranks' seeds of that step."""
+    def train_step(self, epoch: int, batch: PreparedBatch) -> float:
+        """One optimisation step on ``batch``, the optimiser's step taken here; the loss summed over all ranks' seeds
+        of that step."""
         pulled = {}  # a type without features: (its input ids in the type's space, the rows pulled for them)
         if self.embedded:
             inputs = torch.split(batch.input_nodes, list(batch.input_counts()))
@@ -189,8 +190,10 @@ class SampledTrainer:
                 self.embedded[t].push(ids, rows)
 
         # dropout masks depend only on (seed, step, rank): a resumed run repeats them
-        return self.step(epoch * self.iterations + batch.index, epoch, forward, float(self.global_batch[batch.index]),
-                         push if pulled else None)
+        loss = self.step.forward_backward(epoch * self.iterations + batch.index, epoch, forward,
+                                          float(self.global_batch[batch.index]), push if pulled else None)
+        self.opt.step()
+        return loss
 
     def epoch(self, epoch: int, evaluate: bool = True) -> EpochRecord:
         faults = minor_faults()
@@ -203,10 +206,13 @@ class SampledTrainer:
         lr = self.opt.lr
         t0 = time.perf_counter()
         batches = self.pipeline.map(self.preparer.producer(epoch, self.sampler.epoch_seeds(epoch)), self.iterations)
+        losses = []  # each step in this frame (no generator's between the epoch and the step); summed as ever
         try:
-            loss_total = sum(self._train_batch(epoch, batch) for batch in batches)
+            for batch in batches:
+                losses.append(self.train_step(epoch, batch))
         finally:
             batches.close()  # on an error: what is queued is dropped now, not when the traceback is freed
+        loss_total = sum(losses)
         epoch_time = time.perf_counter() - t0
         self.opt.end_epoch()
         waited, reduce = self.pipeline.waited, self.step.stats

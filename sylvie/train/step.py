@@ -1,8 +1,9 @@
-"""The optimisation step both trainers take (``ModelStep``): seed the step's dropout, forward, the summed loss of
-this rank's targets over the global number of targets, backward, the weight gradients summed over the ranks (the
-loss in the same collective), a stop on every rank at once when the loss or the gradients are not finite, the
-optimiser's step. And the divergence check the run loop applies to the epoch losses of either trainer: training
-stops when the loss has stayed far above the first epoch's (``check_divergence``)."""
+"""The optimisation step both trainers take (``ModelStep.forward_backward``, then the optimiser's step in the
+trainer's ``train_step``): seed the step's dropout, forward, the summed loss of this rank's targets over the global
+number of targets, backward, the weight gradients summed over the ranks (the loss in the same collective), a stop on
+every rank at once when the loss or the gradients are not finite. And the divergence check the run loop applies to
+the epoch losses of either trainer: training stops when the loss has stayed far above the first epoch's
+(``check_divergence``)."""
 from __future__ import annotations
 
 import math
@@ -99,21 +100,23 @@ def seed_generators(seed: int) -> None:
 
 
 class ModelStep:
-    """One optimisation step of ``model`` with ``opt``, the same for both trainers. ``stats`` times the gradient
-    all-reduce."""
+    """All of one optimisation step of ``model`` with ``opt`` but the optimiser's step, the same for both trainers: a
+    trainer's ``train_step`` calls ``forward_backward`` and then ``opt.step()`` itself (torchtitan's
+    ``forward_backward_step`` and ``train_step``), so the step is taken in the frame the run's story names. ``stats``
+    times the gradient all-reduce."""
 
     def __init__(self, model: torch.nn.Module, opt: Optimiser, seed: int, world: int, rank: int):
         self.model, self.opt, self.seed, self.world, self.rank = model, opt, seed, world, rank
         self.stats = CommStats()
 
-    def __call__(self, step: int, epoch: int, forward: Callable[[], tuple[torch.Tensor, torch.Tensor]],
-                 num_targets: float, after_backward: Callable[[], None] | None = None) -> float:
-        """Step number ``step`` (of epoch ``epoch``): ``forward()`` returns the logits of this rank's targets and
-        their labels; the gradient is that of the mean loss over all ranks' ``num_targets`` targets. Returns the
-        loss summed over all ranks' targets (the same on every rank); raises ``TrainingDiverged`` before the
-        optimiser's step when it or a gradient is not finite (on every rank: the numbers are all-reduced).
-        ``after_backward()``: what the step does between the backward pass and the gradients' all-reduce (a
-        sampled rank sends embedding rows' gradients to their owners)."""
+    def forward_backward(self, step: int, epoch: int, forward: Callable[[], tuple[torch.Tensor, torch.Tensor]],
+                         num_targets: float, after_backward: Callable[[], None] | None = None) -> float:
+        """Step number ``step`` (of epoch ``epoch``) up to the optimiser's step: ``forward()`` returns the logits of
+        this rank's targets and their labels; the gradient is that of the mean loss over all ranks' ``num_targets``
+        targets. Returns the loss summed over all ranks' targets (the same on every rank); raises
+        ``TrainingDiverged`` when it or a gradient is not finite (on every rank: the numbers are all-reduced), so
+        the optimiser never steps on them. ``after_backward()``: what the step does between the backward pass and
+        the gradients' all-reduce (a sampled rank sends embedding rows' gradients to their owners)."""
         seed_generators(step_seed(self.seed, step, self.world, self.rank))
         self.model.train()
         self.opt.zero_grad()
@@ -127,5 +130,4 @@ class ModelStep:
         loss = float(total)
         if not (math.isfinite(loss) and grads_finite):
             raise TrainingDiverged(epoch, loss / float(num_targets), self.opt.lr, grads_finite)
-        self.opt.step()
         return loss
