@@ -11,7 +11,7 @@ before, after, ...) so that the drift of a shared machine hits both versions ali
     python benchmarks/before_after.py --before f88f2bb --after f88f2bb \\
         --sampled-nodes 20000 --sampled-epochs 3 --full-nodes 5000 --full-epochs 4 --repeats 1   # smoke test
 
-Two measurements, each a ``sylvie train`` of each version whose epoch times (``epoch_time`` in ``metrics.jsonl``:
+The measurements, each a ``sylvie train`` of each version whose epoch times (``epoch_time`` in ``metrics.jsonl``:
 training only, evaluation excluded) are read after it ends:
 
 - **sampled**: one rank's sampled epoch in the setting of ``sampled.py``'s epoch table: the products-like graph
@@ -22,6 +22,10 @@ training only, evaluation excluded) are read after it ends:
   features, 16 classes, 30% training, 10% validation; 4 METIS parts), GraphSAGE 3 x 64 (and GCN 3 x 64 unless
   ``--no-gcn``), dropout 0.5, self-loops, Adam lr 0.01, weight decay 5e-4, fp32 synchronous; 4 ranks on this
   machine (``sylvie launch --ranks 4``, loopback), rank 0's epoch times.
+
+- **typed** (``--no-typed`` leaves them out): R-GCN 2 x 64 (dropout 0.5, Adam lr 0.01, no weight decay) on the
+  mag-like graph (``preset: mag``, ``--typed-nodes``): full-graph on 2 METIS parts (2 ranks, loopback, fp32
+  synchronous), and sampled on one part (fanouts (10, 10), batch 1024, prefetch 1, no cache).
 
 A version's figure is the median over the steady epochs (all but the first ``--skip-*``) of all its runs together;
 beside it, in brackets, the lowest and highest of its runs' medians. The graphs and partitions are made once in
@@ -213,6 +217,40 @@ def full_measurements(args, work: Path) -> list[Measurement]:
     return out
 
 
+def typed_measurements(args, work: Path) -> list[Measurement]:
+    """R-GCN on the mag preset (four node types, three learnt as embeddings): full-graph on 2 ranks, and sampled on
+    one."""
+    model = ["--arch", "rgcn", "--layers", 2, "--hidden", 64, "--dropout", 0.5, "--lr", 0.01, "--weight-decay", 0,
+             "--seed", 0, "--checkpoint-every", 0, "--log-every", 1, "--no-progress"]
+    out = []
+    if args.only in (None, "typed", "full"):
+        graph, part = synthetic_partition(work / "typed", parts=2, method="metis", nodes=args.typed_nodes,
+                                          preset="mag")
+        flags = [*model, "--bits", 32, "--no-pipeline", "--epochs", args.full_epochs, "--eval-every",
+                 args.full_epochs]
+
+        def full(v: Version, out_dir: Path, flags=flags, part=part) -> list:
+            return [sys.executable, "-m", "sylvie", "launch", "--ranks", 2, "--", sys.executable, "-m", "sylvie",
+                    "train", "--partition", part, "--out", out_dir, *flags]
+
+        out.append(Measurement("typed-full", "full-graph epoch, 2 ranks (loopback): R-GCN 2 x 64, fp32 synchronous",
+                               graph_text(graph, part, "mag-like (4 node types, 8 relations)"), args.skip_full, full))
+    if args.only in (None, "typed", "sampled"):
+        graph, part = synthetic_partition(work / "typed", parts=1, nodes=args.typed_nodes, preset="mag",
+                                          part_name="metis-p1")
+        flags = [*model, "--mode", "sampled", "--epochs", args.sampled_epochs, "--eval-every", args.sampled_epochs,
+                 "--fanouts", 10, 10, "--batch-size", 1024, "--prefetch", 1, "--alpha", 0]
+
+        def sampled(v: Version, out_dir: Path, flags=flags, part=part) -> list:
+            return [sys.executable, "-m", "sylvie", "train", "--partition", part, "--out", out_dir, *flags]
+
+        out.append(Measurement("typed-sampled", f"sampled epoch, 1 rank: R-GCN 2 x 64, fanouts (10, 10), batch 1024, "
+                                                f"prefetch 1, {args.threads} threads",
+                               graph_text(graph, part, "mag-like (4 node types, 8 relations)"), args.skip_sampled,
+                               sampled))
+    return out
+
+
 def measure(m: Measurement, versions: dict, repeats: int, runs: Path, threads: int) -> None:
     """``repeats`` runs of each version, alternating: before, after, after, before, before, after, ..."""
     thread_env = {k: str(threads) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")}
@@ -221,7 +259,7 @@ def measure(m: Measurement, versions: dict, repeats: int, runs: Path, threads: i
             v = versions[label]
             out = runs / m.key / f"{i}-{label}"
             out.parent.mkdir(parents=True, exist_ok=True)
-            env = {**v.env, **(thread_env if m.key == "sampled" else {})}
+            env = {**v.env, **(thread_env if m.key.endswith("sampled") else {})}
             with environ(env):
                 ran = run(m.commands(v, out), log=out.parent / f"{i}-{label}.log", timeout_s=3600)
             times = epoch_times(out)
@@ -240,12 +278,12 @@ def cell(runs: list[list[float]]) -> tuple[float, str]:
 
 
 def table(measurements: list[Measurement], versions: dict, args) -> str:
-    counts = sorted({(m.key == "sampled", len(m.times["before"])) for m in measurements}, reverse=True)
+    counts = sorted({(m.key.endswith("sampled"), len(m.times["before"])) for m in measurements}, reverse=True)
     runs = " and ".join(f"{n} ({'sampled' if sampled else 'full-graph'})" for sampled, n in counts)
     steady = []
-    if any(m.key == "sampled" for m in measurements):
+    if any(m.key.endswith("sampled") for m in measurements):
         steady.append(f"sampled: epochs {args.skip_sampled + 1}-{args.sampled_epochs} of each run")
-    if any(m.key != "sampled" for m in measurements):
+    if any(not m.key.endswith("sampled") for m in measurements):
         steady.append(f"full-graph: epochs {args.skip_full + 1}-{args.full_epochs} of each run, rank 0's")
     lines = [f"Before: {versions['before'].name}. After: {versions['after'].name}. Runs of each version per "
              f"measurement: {runs}, alternating (before, after, after, before, ...); each figure the median of the "
@@ -289,7 +327,10 @@ def measure_and_publish() -> None:
     ap.add_argument("--full-epochs", type=int, default=20, help="epochs of each full-graph run")
     ap.add_argument("--skip-full", type=int, default=2, help="first epochs of a full-graph run left out")
     ap.add_argument("--no-gcn", action="store_true", help="full-graph GraphSAGE only")
-    ap.add_argument("--only", choices=["sampled", "full"], help="one of the two measurements")
+    ap.add_argument("--typed-nodes", type=int, default=48_494, help="mag-like graph's nodes (config/mag-tenth.yaml's)")
+    ap.add_argument("--no-typed", action="store_true", help="without the typed graph's measurements")
+    ap.add_argument("--only", choices=["sampled", "full", "typed"],
+                    help="the sampled ones, the full-graph ones, or the typed graph's")
     ap.add_argument("--threads", type=int, default=os.cpu_count(), help="the sampled run's torch/numba threads")
     ap.add_argument("--work", default="results/bench-before-after", help="graphs, partitions and runs go here")
     add_record_option(ap, "before-after")
@@ -311,12 +352,14 @@ def measure_and_publish() -> None:
             check_imports(v, runs)
         measurements = []
         with environ(versions["before"].env):  # the graphs and partitions: made once, by the before version
-            if args.only != "full":
+            if args.only in (None, "sampled"):
                 measurements.append(sampled_measurement(args, work))
-            if args.only != "sampled":
+            if args.only in (None, "full"):
                 measurements += full_measurements(args, work)
+            if not args.no_typed:
+                measurements += typed_measurements(args, work)
         for m in measurements:
-            measure(m, versions, args.repeats if m.key == "sampled" else args.full_repeats, runs, args.threads)
+            measure(m, versions, args.repeats if m.key.endswith("sampled") else args.full_repeats, runs, args.threads)
     publish(table(measurements, versions, args), args.record and "before-after", intro=INTRO)
 
 

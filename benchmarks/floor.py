@@ -50,8 +50,10 @@ from sylvie.comm.halo_plan import HaloPlan
 from sylvie.comm.stats import CommStats
 from sylvie.formats.partition_manifest import read_manifest
 from sylvie.launch.torchrun import plan_geometry, thread_env
+from sylvie.models.block import Block
 from sylvie.models.blocks import relation_block
 from sylvie.models.gnn import GNN
+from sylvie.models.state_dict_adapter import one_relation_keys
 from sylvie.partition.shard_reader import read_shard
 
 ARCHS = ("gcn", "sage", "gat")
@@ -68,7 +70,8 @@ class Rank:
 
     def __init__(self, shards, k: int, self_loop: bool):
         s = shards[k]
-        self.block = relation_block(s.edge_src, s.edge_dst, s.num_inner + s.num_halo, s.num_inner, True, self_loop, s.in_degree, np.concatenate([s.out_degree, s.halo_out_degree]))
+        self.block = relation_block(s.edge_src, s.edge_dst, s.num_inner + s.num_halo, s.num_inner, True, self_loop,
+                                    s.in_degree, np.concatenate([s.out_degree, s.halo_out_degree]))
         self.dgl_block = dgl_block(self.block)
         halo_x = np.empty((s.num_halo, s.feat.shape[1]), np.float32)
         for j, other in enumerate(shards):
@@ -186,12 +189,13 @@ def pair(rank: Rank, arch: str, args, dropout: float):
     torch.manual_seed(0)
     ours = GNN(arch, rank.x.shape[1], args.hidden, args.classes, args.layers, dropout, args.heads).train()
     floor = Floor(arch, rank.x.shape[1], args.hidden, args.classes, args.layers, dropout, args.heads).train()
-    floor.load_state_dict(ours.state_dict())
+    floor.load_state_dict(one_relation_keys(ours.state_dict()))
     floor.prepare(rank, args.gcn_floor == "edge-weights")
     halo = rank.halo()
+    block = Block.homogeneous(rank.block)
 
     def step_ours():
-        loss = loss_of(rank, ours(rank.block, rank.x, halo))
+        loss = loss_of(rank, ours(block, rank.x, lambda rows, layer: [halo(rows[0], layer)]))
         loss.backward()
         return loss
 
@@ -210,7 +214,7 @@ def check_same(rank: Rank, arch: str, args) -> None:
     torch.manual_seed(0)
     ours = GNN(arch, rank.x.shape[1], args.hidden, args.classes, args.layers, 0.0, args.heads).double().train()
     floor = Floor(arch, rank.x.shape[1], args.hidden, args.classes, args.layers, 0.0, args.heads).double().train()
-    floor.load_state_dict(ours.state_dict())
+    floor.load_state_dict(one_relation_keys(ours.state_dict()))
     floor.prepare(rank, args.gcn_floor == "edge-weights", torch.float64)
     gen = torch.Generator().manual_seed(1)
     source = torch.randint(rank.num_inner, (rank.num_halo,), generator=gen)  # inner rows the halo rows depend on
@@ -222,7 +226,7 @@ def check_same(rank: Rank, arch: str, args) -> None:
         return fixed[layer] + 0.5 * h[source]
 
     x = rank.x.double()
-    a = loss_of(rank, ours(rank.block, x, halo))
+    a = loss_of(rank, ours(Block.homogeneous(rank.block), x, lambda rows, layer: [halo(rows[0], layer)]))
     b = loss_of(rank, floor(x, halo))
     torch.testing.assert_close(a, b, rtol=1e-10, atol=0,
                                msg=lambda m: f"{arch}: the loss of ours and of the floor differ: {m}")
@@ -291,7 +295,7 @@ def main() -> None:
     shards = [read_shard(part, k, manifest) for k in range(manifest["num_parts"])]
     rows = []
     for k in args.ranks if args.ranks is not None else range(len(shards)):
-        rank = Rank(shards, k, self_loop=schema_default("model", "self_loop"))
+        rank = Rank(shards, k, self_loop=True)  # as gcn, sage and gat have them by default
         for arch in args.arch:
             check_same(rank, arch, args)
             times = [measure(rank, arch, args, p) for p in args.dropout]

@@ -39,8 +39,8 @@ from common import add_record_option, publish
 from sylvie.config import section
 from sylvie.data.generated import generate_from
 from sylvie.data.mag_like import MAG_EDGES, MAG_NODES, MAG_TOTAL
-from sylvie.models.blocks import whole_graph_typed_block
-from sylvie.models.typed_gnn import TypedGNN
+from sylvie.models.blocks import whole_graph_block
+from sylvie.models.gnn import GNN
 from sylvie.partition.metis import metis_assign, metis_input
 
 PUBLISHED = {
@@ -139,14 +139,14 @@ def mlp_accuracy(graph, steps: int = 150, every: int = 5) -> float:
 
 def rgcn_accuracy(graph, epochs: int, every: int = 5) -> float:
     counts = graph.node_counts
-    tb = whole_graph_typed_block(graph.types, counts, graph.src, graph.dst, graph.relation)
+    tb = whole_graph_block(graph.src, graph.dst, counts, types=graph.types, relation=graph.relation)
     papers = counts[graph.types.target_index]
     y = torch.from_numpy(graph.labels[:papers])
     masks = [torch.from_numpy(m[:papers]) for m in graph.masks.values()]
     x = [None if f is None else torch.from_numpy(f) for f in graph.type_features]
     torch.manual_seed(0)
-    model = TypedGNN("rgcn", graph.types, graph.feature_widths, 64, graph.num_classes, 2, 0.5,
-                     embedding_rows=counts, embedding_width=64)
+    model = GNN("rgcn", graph.feature_widths, 64, graph.num_classes, 2, 0.5, embedding_rows=counts,
+                embedding_width=64, types=graph.types)
     opt = torch.optim.Adam(model.parameters(), lr=0.01)
     best = (-1.0, 0.0)
     for epoch in range(epochs):

@@ -46,14 +46,14 @@ from common import add_record_option, publish
 from sylvie.config import section
 from sylvie.data.generated import generate_from
 from sylvie.data.mag_like import MAG_TOTAL
-from sylvie.models.blocks import whole_graph_typed_block
-from sylvie.models.typed_gnn import TypedGNN
+from sylvie.models.blocks import whole_graph_block
+from sylvie.models.gnn import GNN
 
 
 class DGLTyped(nn.Module):
     """Our model's layers written in DGL, its weights copied from ``ours``."""
 
-    def __init__(self, ours: TypedGNN, graph):
+    def __init__(self, ours: GNN, graph):
         import dgl.nn as dglnn
         super().__init__()
         self.types, self.arch = graph.types, ours.arch
@@ -173,11 +173,11 @@ def our_trainer(part, args):
                           section("cache", {}), seed=0, vip=None, timeout=600)
 
 
-def same_model(ours: TypedGNN, theirs: DGLTyped, graph, g) -> float:
+def same_model(ours: GNN, theirs: DGLTyped, graph, g) -> float:
     """The largest difference between the two models' logits on every paper with full neighbourhoods (ours on
     the whole graph's typed block, DGL's ``forward_blocks`` on ``to_block`` of the whole graph at every layer)."""
     import dgl
-    tb = whole_graph_typed_block(graph.types, graph.node_counts, graph.src, graph.dst, graph.relation)
+    tb = whole_graph_block(graph.src, graph.dst, graph.node_counts, types=graph.types, relation=graph.relation)
     x = [torch.from_numpy(f) for f in graph.type_features]
     full = dgl.to_block(g, {t: torch.arange(g.num_nodes(t)) for t in g.ntypes})
     with torch.no_grad():
@@ -319,7 +319,7 @@ def main() -> None:
     args.epochs, args.warm_up = args.epochs or 8, 2 if args.warm_up is None else args.warm_up
     torch.set_num_threads(args.threads)
     graph = generate_from(section("dataset", {"preset": "mag", "nodes": round(MAG_TOTAL * args.scale)}), "mag")
-    tb = whole_graph_typed_block(graph.types, graph.node_counts, graph.src, graph.dst, graph.relation)
+    tb = whole_graph_block(graph.src, graph.dst, graph.node_counts, types=graph.types, relation=graph.relation)
     g = dgl_graph(graph)
     papers = graph.node_counts[graph.types.target_index]
     y = torch.from_numpy(graph.labels[:papers])
@@ -329,8 +329,8 @@ def main() -> None:
     rows = []
     for arch, hidden, heads in (("rgcn", 64, 1), ("rgat", 16, 4)):
         torch.manual_seed(0)
-        ours = TypedGNN(arch, graph.types, graph.feature_widths, hidden, graph.num_classes, 2, 0.0, heads,
-                        embedding_rows=graph.node_counts, embedding_width=128)
+        ours = GNN(arch, graph.feature_widths, hidden, graph.num_classes, 2, 0.0, heads,
+                   embedding_rows=graph.node_counts, embedding_width=128, types=graph.types)
         theirs = DGLTyped(ours, graph)
         opts = {"ours": torch.optim.Adam(ours.parameters(), lr=0.01),
                 "DGL": torch.optim.Adam(theirs.parameters(), lr=0.01)}

@@ -1,11 +1,10 @@
-"""Partition-parallel evaluation: one rank per part, launched like training (``sylvie launch -- sylvie evaluate
---partition ...``). Each rank holds only its shard; a full-neighbourhood forward pass over the rank's inner rows,
-with every layer's halo rows exchanged in fp32 (``RankGraph``, the same pass both trainers validate with),
-predicts its nodes, for full-graph and sampled models alike. Rank 0 collects the labels and predictions of the
-labelled nodes and writes the same ``eval.json`` as whole-graph evaluation; with ``predictions`` it also collects
-every node's class and writes them in the dataset's node order (with the nodes' own ids and the classes' names where
-the dataset, ``dataset_dir``, has them).
+"""Partition-parallel evaluation, launched like training (``sylvie launch -- sylvie evaluate --partition ...``), for
+full-graph and sampled models alike: each rank holds only its shard and predicts its nodes with a full-neighbourhood
+forward pass, halo rows exchanged in fp32 (``RankGraph``, as both trainers validate). Rank 0 writes the same
+``eval.json`` as whole-graph evaluation and, with ``predictions``, every node's class in the dataset's node order.
 """
+# Rank 0 collects the labels and predictions of the labelled nodes; predictions carry the nodes' own ids and the
+# classes' names where the dataset (``dataset_dir``) has them.
 from __future__ import annotations
 
 from pathlib import Path
@@ -21,12 +20,10 @@ from sylvie.formats.model_file import load_model
 from sylvie.formats.node_keys import read_node_keys
 from sylvie.formats.partition_manifest import graph_layout, read_manifest
 from sylvie.formats.predictions import write_predictions
-from sylvie.models.registry import self_loop_edges
-from sylvie.models.typed_gnn import TYPED_ARCHS
+from sylvie.models.registry import needs_global_out_degrees, self_loop_edges
 from sylvie.partition.shard_reader import read_shard
 from sylvie.runtime.process_group import one_rank_per_part
 from sylvie.runtime.rank_graph import RankGraph
-from sylvie.runtime.typed_rank_graph import TypedRankGraph, embedding_ids
 
 
 def evaluate_partitioned(partition_dir: str | Path, model_path: str | Path, out_path: str | Path,
@@ -46,15 +43,11 @@ def evaluate_partitioned(partition_dir: str | Path, model_path: str | Path, out_
     with one_rank_per_part("auto", float(train_cfg.get("timeout", 120)), manifest["num_parts"], partition_dir,
                            stage="evaluate", startup_timeout_s=float(train_cfg.get("startup_timeout", 60))) as ctx:
         shard = read_shard(partition_dir, ctx.rank, manifest)
-        if model_cfg.arch in TYPED_ARCHS:  # the target type's rows; ids within the type
-            graph = TypedRankGraph(ctx, shard)
-            model.keep_rows(embedding_ids(shard, graph.rows))  # the model file's tables are whole
-            target = graph.rows.inner_slice(graph.types.target_index)
-            first = int(shard.type_offsets[graph.types.target_index]) if shard.typed else 0
-            ids = np.array(shard.global_id[target], dtype=np.int64) - first if predictions else None
-        else:
-            graph = RankGraph(ctx, shard, self_loop_edges(model_cfg))  # copies the labels and splits
-            ids = np.array(shard.global_id, dtype=np.int64) if predictions else None  # (32-bit in the shard)
+        graph = RankGraph(ctx, shard, self_loop_edges(model_cfg), needs_global_out_degrees(model_cfg))
+        model.keep_rows(graph.rows.embedding_ids(shard))  # the model file's tables are whole
+        target = graph.rows.inner_slice(graph.types.target_index)  # the target type's rows; ids within the type
+        first = int(shard.type_offsets[graph.types.target_index]) if shard.typed else 0
+        ids = np.array(shard.global_id[target], dtype=np.int64) - first if predictions else None
         del shard  # unmapped before the forward pass (set-up read all of it, for its checksum)
         pred = graph.predict(model.to(ctx.device)).cpu().numpy()
         label = graph.labels.cpu().numpy()

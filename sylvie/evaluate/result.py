@@ -29,11 +29,12 @@ def _same(a: Path, b: Path) -> bool:
 
 
 def check_outputs(out_path, predictions, inputs: dict[str, str | Path]) -> None:
-    """Before any work, evaluate's one check of where it writes: ``--out`` (eval.json) and ``--predictions`` (of a
-    kind known by its name) are two files of their own, neither one of the ``inputs`` (flag -> path: the model, the
-    dataset or partition) nor inside one, nor an existing directory (the root, the home or working directory, a
-    parent of an input among them), and either does not exist or is a file evaluate wrote (``eval_result.foreign``,
-    ``predictions.foreign``): never a user's file. An input that is a link to nothing or to itself is said first."""
+    """Before any work, evaluate's one check of where it writes: ``--out`` (eval.json) and ``--predictions`` are two
+    files of their own, neither one of the ``inputs`` (flag -> path) nor inside one nor an existing directory, and each
+    either does not exist or is a file evaluate wrote (``eval_result.foreign``, ``predictions.foreign``), never a user's
+    file. An input that is a link to nothing or to itself is said first."""
+    # The inputs are the model, the dataset or partition; the directories refused include the root, the home or working
+    # directory and a parent of an input; a predictions file's kind is known by its name.
     for flag, given in inputs.items():  # a link to nothing or to itself: said as the input it is, before anything
         if os.path.islink(given) and not os.path.exists(given):
             check_entry(Path(given), flag)

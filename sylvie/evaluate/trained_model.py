@@ -7,9 +7,9 @@ from pathlib import Path
 from sylvie.config import section
 from sylvie.errors import SylvieError, one_line
 from sylvie.formats.model_file import ModelFile
-from sylvie.graph_types import GraphTypes
-from sylvie.models import build_model
-from sylvie.models.typed_gnn import TYPED_ARCHS, build_typed_model
+from sylvie.graph_types import HOMOGENEOUS, GraphTypes
+from sylvie.models.gnn import build_model
+from sylvie.models.state_dict_adapter import current_model_cfg, current_weights
 
 
 def model_for_inference(saved: ModelFile, model_path: str | Path, fingerprint: str, data: str | Path):
@@ -17,25 +17,23 @@ def model_for_inference(saved: ModelFile, model_path: str | Path, fingerprint: s
     fingerprint is ``fingerprint``); and its model section."""
     if saved.dataset_fingerprint != fingerprint:
         raise SylvieError(f"{model_path}: trained on another dataset than {data} (fingerprints differ)")
-    model_cfg = section("model", saved.model_cfg, where=f"{model_path}: model_cfg")
-    if model_cfg.arch in TYPED_ARCHS:
-        layout = saved.graph_types
-        if layout is None:
-            raise SylvieError(f"{model_path}: a {model_cfg.arch} model without its graph's types (graph_types); the "
-                              f"file was edited or damaged: restore it or rerun `sylvie train`")
-        types = GraphTypes.from_json(layout["types"], f"{model_path}: graph_types")
-        model = build_typed_model(model_cfg, types, layout["feature_widths"], saved.num_classes,
-                                  layout["type_counts"])
+    model_cfg = section("model", current_model_cfg(saved.model_cfg), where=f"{model_path}: model_cfg")
+    layout = saved.graph_types
+    if layout is None:  # a homogeneous graph's model, written before every model file kept its graph's types
+        types, widths, counts = HOMOGENEOUS, [saved.in_feats], [0]
     else:
-        model = build_model(model_cfg, saved.in_feats, saved.num_classes)
-    mismatch = _mismatch(model.state_dict(), saved.weights)
+        types = GraphTypes.from_json(layout["types"], f"{model_path}: graph_types")
+        widths, counts = layout["feature_widths"], layout["type_counts"]
+    model = build_model(model_cfg, widths, saved.num_classes, types=types, embedding_rows=counts)
+    weights = current_weights(saved.weights, model.state_dict())
+    mismatch = _mismatch(model.state_dict(), weights)
     if mismatch:
         cfg = ", ".join(f"{k} {v}" for k, v in saved.model_cfg.items())
         raise SylvieError(f"{model_path}: its weights do not fit its saved model_cfg ({cfg}; in_feats "
                           f"{saved.in_feats}, num_classes {saved.num_classes}): {mismatch}; the file was edited "
                           f"or damaged: restore it or rerun `sylvie train`")
     try:
-        model.load_state_dict(saved.weights)
+        model.load_state_dict(weights)
     except RuntimeError as e:  # what the comparison above does not foresee, in one line
         raise SylvieError(f"{model_path}: its weights do not load into its saved model_cfg "
                           f"({one_line(e)}); restore it or rerun `sylvie train`") from e

@@ -13,9 +13,8 @@ from sylvie.evaluate.trained_model import model_for_inference
 from sylvie.formats.model_file import load_model
 from sylvie.formats.node_keys import read_node_keys
 from sylvie.formats.predictions import write_predictions
-from sylvie.models.blocks import whole_graph_block, whole_graph_typed_block
+from sylvie.models.blocks import whole_graph_block
 from sylvie.models.registry import self_loop_edges
-from sylvie.models.typed_gnn import TYPED_ARCHS
 
 
 def evaluate(dataset_dir: str | Path, model_path: str | Path, out_path: str | Path,
@@ -26,13 +25,10 @@ def evaluate(dataset_dir: str | Path, model_path: str | Path, out_path: str | Pa
     graph = load_graph(dataset_dir)
     saved = load_model(model_path)
     model, model_cfg = model_for_inference(saved, model_path, graph.info["fingerprint"], dataset_dir)
-    if model_cfg.arch in TYPED_ARCHS:  # the target type's nodes (a homogeneous graph: all of them)
-        block = whole_graph_typed_block(graph.types, graph.node_counts, graph.src, graph.dst, graph.edge_relations())
-        x = [None if f is None else torch.tensor(f) for f in map(graph.features_of, range(len(graph.node_counts)))]
-        target = slice(*graph.type_offsets[graph.types.target_index:graph.types.target_index + 2])
-    else:
-        block = whole_graph_block(graph.src, graph.dst, graph.num_nodes, self_loop_edges(model_cfg))
-        x, target = torch.tensor(graph.features), slice(0, graph.num_nodes)
+    block = whole_graph_block(graph.src, graph.dst, graph.node_counts, self_loop_edges(model_cfg), types=graph.types,
+                              relation=graph.edge_relations())
+    x = [None if f is None else torch.tensor(f) for f in map(graph.features_of, range(len(graph.node_counts)))]
+    target = slice(*graph.type_offsets[graph.types.target_index:graph.types.target_index + 2])  # its nodes' rows
     with torch.no_grad():
         pred = model(block, x).argmax(1).numpy()
     labels = np.asarray(graph.labels)[target]

@@ -1,28 +1,26 @@
 """``model.pt`` in a run directory: the trained model ``sylvie train`` writes on rank 0 (the weights of the epoch with
 the best validation accuracy; of the last epoch where the graph has no validation nodes) and ``sylvie evaluate``
-loads. A ``torch.save`` of one dict:
-
-    format_version       this format's version
-    model                the weights (the model's state_dict)
-    model_cfg            the config's model section, as a plain dict
-    train_cfg            the train section, ``seed`` the run's seed (no ``seeds``)
-    comm_cfg             the comm section; {} for a sampled run (its halo exchange settings do not apply)
-    sampling_cfg, cache_cfg, features_cfg   those sections, for a sampled run only
-    in_feats, num_classes, dataset_fingerprint   what the model was trained on (the partition's manifest)
-    graph_types          a typed model's (model_cfg's arch rgcn or rgat): the graph's types (``GraphTypes.to_json``),
-                         nodes and feature width (null: none) of each type; its embedding tables are whole
-    summary              the run's summary (best epoch and accuracies, num_parts, what the trainer adds);
-                         ``model_chosen_by``: which epoch's weights these are, ``BY_VALIDATION`` or ``BY_LAST_EPOCH``
-                         (absent in files written before it: by validation)
-    checksum             of all the other entries (``sylvie.formats.checksum``): a damaged file is refused; one
-                         written before files carried it is read unchecked, with a warning
-
-This module is the format's only writer and reader.
-
-Version history: 1: ``format_version`` recorded. Files written before it have the same keys without it (and
-perhaps no ``comm_cfg``, read as {}): they are read as version 1. A file of another version is refused: rerun
-``sylvie train``.
+loads, a checksummed ``torch.save`` of one dict. This module is the format's only writer and reader; a file of
+another version is refused (rerun ``sylvie train``).
 """
+# The dict's keys:
+#     format_version       this format's version
+#     model                the weights (the model's state_dict)
+#     model_cfg            the config's model section, as a plain dict
+#     train_cfg            the train section, ``seed`` the run's seed (no ``seeds``)
+#     comm_cfg             the comm section; {} for a sampled run (its halo exchange settings do not apply)
+#     sampling_cfg, cache_cfg, features_cfg   those sections, for a sampled run only
+#     in_feats, num_classes, dataset_fingerprint   what the model was trained on (the partition's manifest)
+#     graph_types          the graph's types (``GraphTypes.to_json``), nodes and feature width (null: none) of each
+#                          type; its embedding tables are whole (absent in files of homogeneous graphs written before)
+#     summary              the run's summary (best epoch and accuracies, num_parts, what the trainer adds);
+#                          ``model_chosen_by``: which epoch's weights these are, ``BY_VALIDATION`` or ``BY_LAST_EPOCH``
+#                          (absent in files written before it: by validation)
+#     checksum             of all the other entries (``sylvie.formats.checksum``): a damaged file is refused; one
+#                          written before files carried it is read unchecked, with a warning
+#
+# Version history: 1: ``format_version`` recorded. Files written before it have the same keys without it (and perhaps no
+# ``comm_cfg``, read as {}): they are read as version 1.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -54,7 +52,7 @@ class ModelFile:
     sampling_cfg: dict | None = None  # a sampled run's sections; None for a full-graph run
     cache_cfg: dict | None = None
     features_cfg: dict | None = None
-    graph_types: dict | None = None  # a typed model's: {"types", "type_counts", "feature_widths"}
+    graph_types: dict | None = None  # {"types", "type_counts", "feature_widths"}
 
 
 def save_model(path: str | Path, model: ModelFile) -> None:
@@ -66,7 +64,7 @@ def save_model(path: str | Path, model: ModelFile) -> None:
                "in_feats": model.in_feats, "num_classes": model.num_classes,
                "dataset_fingerprint": model.dataset_fingerprint, "summary": model.summary,
                **({"graph_types": model.graph_types} if model.graph_types is not None else {})}
-    import torch  # here, not at the top: `sylvie report` reads the names above and need not start torch (3 s)
+    import torch  # here, not at the top: `sylvie report` reads the names above and need not pay for starting torch
 
     with atomic_path(path) as tmp:
         torch.save(with_checksum(content), tmp)

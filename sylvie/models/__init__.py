@@ -1,5 +1,5 @@
-"""GNN models: GCN, GraphSAGE, GAT on our own blocks, PyTorch alone.
- They see a block of inner rows (destinations) plus halo rows (sources)."""
-from sylvie.models.gnn import ARCHS, GNN, build_model
+"""GNN models on our blocks, PyTorch alone: one layer stack for every architecture and every graph."""
+from sylvie.models.gnn import GNN, build_model
+from sylvie.models.registry import ARCHS
 
 __all__ = ["ARCHS", "GNN", "build_model"]

@@ -1,17 +1,16 @@
-"""The CPU kernels of message passing (numba): a sum over each row's edges, with node factors on either side.
-
-``gather_sum``: ``out[v] = row_scale[v] * sum over e in indptr[v]..indptr[v+1] of edge_scale[u] * x[u]``
-(``u = indices[e]``, the edge's other end), each factor optional. One kernel serves both directions of every
-layer we ship: forward over a block's in-edges (GCN: ``edge_scale`` the sources' out-degree^-1/2, ``row_scale``
-the destinations' in-degree^-1/2; GraphSAGE's mean: ``row_scale`` 1 / in-edges), backward over its out-edges
-(``Transpose``: the same sum with the factors' roles swapped), so neither direction scatters and no two threads
-write one row.
-
-Rows are split into chunks of about equal work (edges + rows, ``balanced_chunks``), since degrees are skewed;
-each chunk accumulates a row in a buffer of its own (a vector loop over the features that does not alias the
-output) and writes it once. The kernels release the GIL (``nogil``), so the communication and sampling threads run
-beside them; with one numba thread the serial kernel runs (numba's parallel launch costs 1-2 ms even then).
+"""The CPU kernels of message passing (numba): a sum over each row's edges, with node factors on either side. One kernel
+serves both directions of every layer we ship, forward over a block's in-edges and backward over its out-edges with
+the factors' roles swapped, so neither direction scatters and no two threads write one row.
 """
+# ``gather_sum``: ``out[v] = row_scale[v] * sum over e in indptr[v]..indptr[v+1] of edge_scale[u] * x[u]`` (``u =
+# indices[e]``, the edge's other end), each factor optional. GCN: ``edge_scale`` the sources' out-degree^-1/2,
+# ``row_scale`` the destinations' in-degree^-1/2; GraphSAGE's mean: ``row_scale`` 1 / in-edges. The backward
+# (``Transpose``) is the same sum with the factors' roles swapped.
+#
+# Rows are split into chunks of about equal work (edges + rows, ``balanced_chunks``), since degrees are skewed; each
+# chunk accumulates a row in a buffer of its own (a vector loop over the features that does not alias the output) and
+# writes it once. The kernels release the GIL (``nogil``), so the communication and sampling threads run beside them;
+# with one numba thread the serial kernel runs, as numba's parallel launch has a fixed cost even then.
 from __future__ import annotations
 
 import numba
@@ -25,8 +24,8 @@ PARALLEL_MIN_WORK = 1 << 14  # edges + rows below which one thread does it all
 
 @njit(cache=True, inline="always")
 def _rows(indptr, indices, x, edge_scale, row_scale, out, acc, start, stop):
-    """Rows ``start`` to ``stop``; four edges at a time (four independent row reads in flight, one pass over the
-    buffer for them: 1.2-1.5x one edge at a time at 64-256 features)."""
+    """Rows ``start`` to ``stop``, four edges at a time: four independent row reads in flight, one pass over the buffer
+    for them (timings: benchmarks/records/2026-11-27_floor_2core-vm.md)."""
     with_edge, with_row = edge_scale.shape[0] > 0, row_scale.shape[0] > 0
     d = x.shape[1]
     for v in range(start, stop):

@@ -1,18 +1,16 @@
 """The CPU kernels of GAT's attention (numba): per destination and head, the softmax of the edges' scores
-``leaky_relu(el[u] + er[v])`` over its in-edges, dropped out, weighting a sum of the sources' rows.
-
-Nothing per edge lives between the passes. The forward keeps, per destination and head, the scores' maximum and
-the softmax's denominator; the backward recomputes every edge's weight from them, and the attention dropout's mask
-is a counter-based hash of (seed, edge, head), as ``dropout_cpu``'s, drawn again rather than stored. (DGL keeps the
-scores, the weights and a float mask: several floats an edge and head, from the forward to the backward.)
-
-The backward runs twice over the edges: by destination (each edge's weight gradient through the softmax and the
-leaky ReLU, and the destinations' score gradients), then by source along the block's out-edges (the sources'
-feature and score gradients), so that no two threads write one row. Between them, two floats per edge and head
-(the gradient of its score, its dropped-out weight) live for the backward's length only.
-
-Rows are cut into chunks of about equal work, as ``aggregate_cpu`` does; the GIL is released.
+``leaky_relu(el[u] + er[v])`` over its in-edges, dropped out, weighting a sum of the sources' rows. Nothing per edge
+lives between the passes: the forward keeps per destination and head the scores' maximum and the softmax's
+denominator, and the backward recomputes every weight from them and redraws the dropout mask.
 """
+# The mask is a counter-based hash of (seed, edge, head), as ``dropout_cpu``'s. (DGL keeps the scores, the weights and a
+# float mask, several floats an edge and head, from the forward to the backward.)
+#
+# The backward runs twice over the edges: by destination (each edge's weight gradient through the softmax and the leaky
+# ReLU, and the destinations' score gradients), then by source along the block's out-edges (the sources' feature and
+# score gradients), so that no two threads write one row. Between them, two floats per edge and head (the gradient of
+# its score, its dropped-out weight) live for the backward's length only. Rows are cut into chunks of about equal work,
+# as ``aggregate_cpu`` does; the GIL is released.
 from __future__ import annotations
 
 import numpy as np

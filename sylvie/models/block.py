@@ -1,104 +1,57 @@
-"""The block every model runs on: a bipartite graph of source rows and destination rows, stored as the
-destinations' in-edges (CSC), with the degrees GCN normalises by.
+"""The graph one layer runs on: rows per node type, edges per relation (one ``RelationBlock`` each).
 
-One type serves every graph a model sees: a rank's part in full-graph training (its inner rows as destinations,
-inner + halo rows as sources), the whole graph (evaluation in one process: sources and destinations the same
-rows), and each layer of a sampled minibatch (the message flow graph our sampler builds; ``src_ids`` and
-``dst_ids`` give the graph ids of its rows). In every case the destinations are the first ``num_dst`` sources.
-
-Message passing gathers into destinations along ``indptr``/``indices``; its backward scatters into sources, which
-takes the out-edges (``transpose``, built once per block on first use and kept with it, or given by whoever built
-the block ahead of time, as the sampler does in its thread).
+Type t has ``num_dst[t]`` destination rows and ``num_src[t]`` source rows, the destinations the first of its sources
+(a rank's inner rows then its halo rows; the whole graph: every node of the type). A homogeneous graph is the case
+of one node type and one relation, as DGL's ``_N``/``_E``. A sampled block also carries each type's source ids.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import torch
 
-from sylvie.models.block_transpose import Transpose, transpose
+from sylvie.graph_types import HOMOGENEOUS, GraphTypes
+from sylvie.models.relation_block import RelationBlock
 
 
 @dataclass(eq=False)
 class Block:
-    """``num_dst`` destination rows, ``num_src`` source rows (the destinations are the first of them); the in-edges
-    of destination v come from sources ``indices[indptr[v]:indptr[v + 1]]``.
-
-    ``in_degree`` (per destination) and ``out_degree`` (per source) are the degrees GCN's symmetric normalisation
-    uses: a rank's global ones (edges to and from other parts counted, self-loops included where added), or the
-    block's own for a sampled block. GraphSAGE's mean and GAT's softmax run over the block's own in-edges."""
-
-    indptr: torch.Tensor  # (num_dst + 1,) int64
-    indices: torch.Tensor  # (num_edges,) int32 where every id fits, else int64
-    num_src: int
-    in_degree: torch.Tensor  # (num_dst,) int64
-    out_degree: torch.Tensor  # (num_src,) int64
-    src_ids: torch.Tensor | None = None  # (num_src,) graph ids of the sources (sampled blocks)
-    dst_ids: torch.Tensor | None = None  # (num_dst,) graph ids of the destinations (sampled blocks)
-    dst_in_src: bool = True  # the destinations are the first num_dst sources (False: two node types' relation)
-    _transpose: Transpose | None = field(default=None, repr=False)
-    _cache: dict = field(default_factory=dict, repr=False)  # per-block values derived once (ops.py)
+    types: GraphTypes
+    num_dst: tuple[int, ...]  # destination rows per node type
+    num_src: tuple[int, ...]  # source rows per node type (the destinations first)
+    relations: tuple[RelationBlock, ...]  # one per relation of ``types``, in its order
+    src_ids: tuple[torch.Tensor, ...] | None = None  # a sampled block's: per node type, its sources' graph ids
 
     def __post_init__(self):
-        if self.indptr.dim() != 1 or self.indptr.shape[0] < 1 or self.indptr.dtype != torch.int64:
-            raise ValueError(f"Block: indptr must be a 1-d int64 tensor of num_dst + 1 offsets, got "
-                             f"{tuple(self.indptr.shape)} {self.indptr.dtype}")
-        if self.indices.dtype not in (torch.int32, torch.int64) or self.indices.dim() != 1:
-            raise ValueError(f"Block: indices must be a 1-d int32 or int64 tensor, got {self.indices.dtype}")
-        if self.dst_in_src and self.num_dst > self.num_src:
-            raise ValueError(f"Block: {self.num_dst} destinations but only {self.num_src} sources; the destinations "
-                             f"are the first sources")
-        if self.in_degree.shape != (self.num_dst,) or self.out_degree.shape != (self.num_src,):
-            raise ValueError(f"Block: in_degree {tuple(self.in_degree.shape)} / out_degree "
-                             f"{tuple(self.out_degree.shape)} for {self.num_dst} destinations / {self.num_src} sources")
+        t = len(self.types.node_types)
+        if len(self.num_dst) != t or len(self.num_src) != t or len(self.relations) != len(self.types.relations):
+            raise ValueError(f"Block: {len(self.num_dst)}/{len(self.num_src)} row counts and "
+                             f"{len(self.relations)} relation blocks for {t} node types and "
+                             f"{len(self.types.relations)} relations")
+        for r, block in enumerate(self.relations):
+            s, d = self.types.ends(r)
+            if (block.num_src, block.num_dst) != (self.num_src[s], self.num_dst[d]):
+                raise ValueError(f"Block: relation {self.types.relations[r]}'s block has {block.num_src} "
+                                 f"sources and {block.num_dst} destinations, expected {self.num_src[s]} and "
+                                 f"{self.num_dst[d]}")
 
-    @property
-    def num_dst(self) -> int:
-        return self.indptr.shape[0] - 1
-
-    @property
-    def num_edges(self) -> int:
-        return self.indices.shape[0]
+    @classmethod
+    def homogeneous(cls, block: RelationBlock) -> Block:
+        """The block of a graph of one node type and one relation."""
+        ids = None if block.src_ids is None else (block.src_ids,)
+        return cls(HOMOGENEOUS, (block.num_dst,), (block.num_src,), (block,), ids)
 
     @property
     def device(self) -> torch.device:
-        return self.indices.device
+        return self.relations[0].device
 
-    @property
-    def idtype(self) -> torch.dtype:
-        return self.indices.dtype
-
-    @property
-    def same_rows(self) -> bool:
-        """Sources and destinations are the same rows (the whole graph, one partition): a layer takes its input
-        whole as its destinations, not a slice of it (whose backward writes a zero gradient for every row)."""
-        return self.dst_in_src and self.num_src == self.num_dst
-
-    def local_in_degree(self) -> torch.Tensor:
-        """In-edges of each destination in this block (int64): what a mean or a softmax runs over."""
-        return self.indptr[1:] - self.indptr[:-1]
-
-    def dst_of_edges(self) -> torch.Tensor:
-        """The destination of every in-edge (int64), in the block's edge order."""
-        return torch.repeat_interleave(torch.arange(self.num_dst, device=self.device), self.local_in_degree(),
-                                       output_size=self.num_edges)
-
-    def transpose(self, edges: bool = False) -> Transpose:
-        """The out-edges (made on first use, then kept with the block); ``edges``: with each one's position among
-        the in-edges (``Transpose.edge``; made again with them where the kept one has none)."""
-        if self._transpose is None or (edges and self._transpose.edge is None):
-            self._transpose = transpose(self.indptr, self.indices, self.num_src, edges)
-        return self._transpose
+    def into(self, d: int) -> list[int]:
+        """The relations whose destinations are of node type ``d``."""
+        return [r for r in range(len(self.relations)) if self.types.ends(r)[1] == d]
 
     def to(self, device) -> Block:
-        device = torch.device(device)
-        if device == self.device:
-            return self
+        return replace(self, relations=tuple(b.to(device) for b in self.relations))
 
-        def move(t):
-            return None if t is None else t.to(device)
-
-        return replace(self, indptr=move(self.indptr), indices=move(self.indices),
-                       in_degree=move(self.in_degree), out_degree=move(self.out_degree),
-                       src_ids=move(self.src_ids), dst_ids=move(self.dst_ids),
-                       _transpose=None if self._transpose is None else self._transpose.to(device), _cache={})
+    @property
+    def num_edges(self) -> int:
+        return sum(b.num_edges for b in self.relations)

@@ -1,12 +1,8 @@
-"""A block's out-edges from its in-edges: a counting sort of the edges by source (numba on the CPU, torch's stable
-sort elsewhere). Within a source, edges keep the block's order (by destination), so both paths give the same
-arrays.
-
-Each out-edge's position among the in-edges (``Transpose.edge``) is made only where asked for (``edges=True``):
-the attention's backward and the sparse product's transposed matrix take it, the CPU aggregation's backward does
-not. On a rank of the products preset that is one id a rank edge fewer, kept for the whole run: 11 MB a rank at
-1/10 scale and 117 MB at full size (4 parts, GraphSAGE 3 x 64; memray at rank 0's peak; every rank's peak:
-benchmarks/README.md, "After two memory changes").
+"""A block's out-edges from its in-edges: a counting sort of the edges by source (numba on the CPU, torch's stable sort
+elsewhere); within a source, edges keep the block's order (by destination), so both paths give the same arrays. Each
+out-edge's position among the in-edges (``Transpose.edge``) is made only where asked for (``edges=True``: the
+attention's backward and the sparse product's transposed matrix), as it costs an id per edge for the whole run
+(benchmarks/records/2026-12-06_allocators_2core-vm.md).
 """
 from __future__ import annotations
 

@@ -8,9 +8,9 @@ import numpy as np
 import torch
 from numba import njit
 
-from sylvie.graph_types import GraphTypes
+from sylvie.graph_types import HOMOGENEOUS, GraphTypes
 from sylvie.models.block import Block
-from sylvie.models.typed_block import TypedBlock
+from sylvie.models.relation_block import RelationBlock
 
 
 @njit(cache=True, nogil=True)
@@ -55,21 +55,23 @@ def csc(edge_src: np.ndarray, edge_dst: np.ndarray, num_dst: int, num_src: int,
     return indptr, src
 
 
-def local_block(edge_src: np.ndarray, edge_dst: np.ndarray, num_inner: int, num_halo: int,
-                inner_in_degree: np.ndarray, src_out_degree: np.ndarray, self_loop: bool,
-                device: torch.device | str = "cpu") -> Block:
-    """A rank's block, its global degrees attached (``in_degree`` per inner row, ``out_degree`` per source row).
-
-    ``self_loop`` adds one edge i -> i per inner row and counts it in both degrees, as ``dgl.add_self_loop`` does
-    on the whole graph: every node, halo rows included, gains one out-edge (a halo node's self-loop lives at its
-    owner, but it still counts in its global degree)."""
-    num_src = num_inner + num_halo
-    indptr, src = csc(edge_src, edge_dst, num_inner, num_src, self_loop)
-    in_deg = np.asarray(inner_in_degree, np.int64) + (1 if self_loop else 0)
-    out_deg = np.asarray(src_out_degree, np.int64) + (1 if self_loop else 0)
+def relation_block(src_rows: np.ndarray, dst_rows: np.ndarray, num_src: int, num_dst: int, same_type: bool = True,
+                   self_loop: bool = False, in_degree: np.ndarray | None = None, out_degree: np.ndarray | None = None,
+                   device: torch.device | str = "cpu") -> RelationBlock:
+    """One relation's block of the edges ``src_rows -> dst_rows`` (rows within their types), by destination, with
+    ``in_degree`` and ``out_degree`` where given (a rank's global ones), else the block's own. ``self_loop`` (a relation
+    within one type) adds an edge v -> v per destination, counted in both degrees as ``dgl.add_self_loop`` does on the
+    whole graph, so a halo row's degree counts the self-loop its owner holds."""
+    if self_loop and not same_type:
+        raise ValueError("a self-loop edge joins a node to itself: a relation between two node types has none")
+    indptr, src = csc(src_rows, dst_rows, num_dst, num_src, self_loop)
+    loop = 1 if self_loop else 0
+    in_deg = np.diff(indptr) if in_degree is None else np.asarray(in_degree, np.int64) + loop
+    out_deg = np.bincount(src, minlength=num_src).astype(np.int64) if out_degree is None else \
+        np.asarray(out_degree, np.int64) + loop
     # read-only arrays (a shard's, memory-mapped) are shared, not copied: nothing writes a block's index
-    block = Block(torch.from_numpy(indptr), _tensor(src), num_src, torch.from_numpy(np.array(in_deg)),
-                  torch.from_numpy(np.array(out_deg)))
+    block = RelationBlock(torch.from_numpy(indptr), _tensor(src), num_src, torch.from_numpy(np.array(in_deg)),
+                          torch.from_numpy(np.array(out_deg)), dst_in_src=same_type)
     return block.to(device)
 
 
@@ -82,46 +84,49 @@ def _tensor(a: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(a)
 
 
-def whole_graph_block(src: np.ndarray, dst: np.ndarray, num_nodes: int, self_loop: bool, device="cpu") -> Block:
-    """The whole graph (directed edges src -> dst) as one block: every node is an inner row, no halo."""
-    in_deg = np.bincount(dst, minlength=num_nodes).astype(np.int64)
-    out_deg = np.bincount(src, minlength=num_nodes).astype(np.int64)
-    return local_block(src, dst, num_nodes, 0, in_deg, out_deg, self_loop, device)
+def whole_graph_block(src: np.ndarray, dst: np.ndarray, type_counts, self_loop: bool = False, device="cpu", *,
+                      types: GraphTypes = HOMOGENEOUS, relation: np.ndarray | None = None) -> Block:
+    """The whole graph as one block: every node a destination and a source of its type, no halo. ``src``, ``dst``:
+    the edges' node ids, type-contiguous in ``types.node_types`` order with ``type_counts`` nodes each (an int: a
+    graph of one type); ``relation``: each edge's relation index (None: all of relation 0); ``self_loop``: one
+    self-loop edge per node in every relation within one node type."""
+    counts = (int(type_counts),) if np.ndim(type_counts) == 0 else tuple(int(c) for c in type_counts)
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    if relation is None or len(types.relations) == 1:
+        parts = [None]  # every edge, as given (no copy)
+    else:
+        parts = edges_by_relation(relation, len(types.relations))
+    blocks = []
+    for r, mine in enumerate(parts):
+        s, d = types.ends(r)
+        rs, rd = (src, dst) if mine is None else (src[mine], dst[mine])
+        if offsets[s] or offsets[d]:
+            rs, rd = rs - offsets[s], rd - offsets[d]
+        blocks.append(relation_block(rs, rd, counts[s], counts[d], s == d, self_loop and s == d))
+    return Block(types, counts, counts, tuple(blocks)).to(device)
 
 
-def halo_subblock(block: Block, halo_kept: torch.Tensor) -> Block:
+def halo_subblock(block: RelationBlock, halo_kept: torch.Tensor, num_inner: int | None = None) -> RelationBlock:
     """``block`` (a rank's: inner rows as destinations, inner + halo rows as sources) without the halo rows not in
-    ``halo_kept`` (indices among the halo rows, ascending) and their edges: its sources are the inner rows, then the
-    kept halo rows in their order. Boundary-node sampling trains each epoch on one.
-
-    Degrees: ``out_degree`` stays global (the kept rows'), ``in_degree`` is the sampled subgraph's: the global
-    in-degree less the in-edges from dropped halo rows (GCN's normalisation then averages over the kept
-    neighbours, as GraphSAGE's mean does by itself)."""
-    num_inner, num_src = block.num_dst, block.num_src
+    ``halo_kept`` (ascending indices among the halo rows) and their edges, its sources the inner rows then the kept halo
+    rows in order: what boundary-node sampling trains an epoch on. ``out_degree`` stays global, ``in_degree`` is the
+    subgraph's (the global one less the in-edges from dropped halo rows), so that GCN's normalisation averages over the
+    kept neighbours, as GraphSAGE's mean does by itself."""
+    num_inner = block.num_dst if num_inner is None else num_inner  # the inner rows among the sources
+    num_src = block.num_src
     device, idtype = block.device, block.idtype
     kept = halo_kept.to(device=device, dtype=torch.int64)
     sources = torch.cat([torch.arange(num_inner, device=device), num_inner + kept])  # sub-block row -> block row
     new_id = torch.full((num_src,), -1, dtype=idtype, device=device)  # block row -> sub-block row (-1: dropped)
     new_id[sources] = torch.arange(sources.shape[0], dtype=idtype, device=device)
-    src = torch.index_select(new_id, 0, block.indices)  # (index_select: several times faster than src[indices])
+    src = torch.index_select(new_id, 0, block.indices)  # (index_select: faster than src[indices])
     keep = src >= 0
     kept_before = torch.zeros(keep.shape[0] + 1, dtype=torch.int64, device=device)
     torch.cumsum(keep, 0, out=kept_before[1:])
     sub_indptr = torch.index_select(kept_before, 0, block.indptr)
     dropped = block.local_in_degree() - (sub_indptr[1:] - sub_indptr[:-1])
-    return Block(sub_indptr, src[keep], int(sources.shape[0]), block.in_degree - dropped,
-                 torch.index_select(block.out_degree, 0, sources))
-
-
-def relation_block(src_rows: np.ndarray, dst_rows: np.ndarray, num_src: int, num_dst: int,
-                   same_type: bool) -> Block:
-    """One relation's block of the edges ``src_rows -> dst_rows`` (rows within their types), by destination;
-    its degrees are its own (an R-GCN layer averages over a relation's in-edges)."""
-    indptr, src = csc(src_rows, dst_rows, num_dst, num_src, self_loop=False)
-    in_degree = torch.from_numpy(np.diff(indptr))
-    out_degree = torch.from_numpy(np.bincount(src_rows, minlength=num_src).astype(np.int64))
-    return Block(torch.from_numpy(indptr), torch.from_numpy(src), num_src, in_degree, out_degree,
-                 dst_in_src=same_type)
+    return RelationBlock(sub_indptr, src[keep], int(sources.shape[0]), block.in_degree - dropped,
+                         torch.index_select(block.out_degree, 0, sources), dst_in_src=block.dst_in_src)
 
 
 def edges_by_relation(relation: np.ndarray, num_relations: int) -> list[np.ndarray]:
@@ -129,17 +134,3 @@ def edges_by_relation(relation: np.ndarray, num_relations: int) -> list[np.ndarr
     order = np.argsort(relation, kind="stable")
     bounds = np.searchsorted(relation[order], np.arange(num_relations + 1))
     return [order[bounds[r]:bounds[r + 1]] for r in range(num_relations)]
-
-
-def whole_graph_typed_block(types: GraphTypes, type_counts, src: np.ndarray, dst: np.ndarray,
-                            relation: np.ndarray, device="cpu") -> TypedBlock:
-    """The whole typed graph as one typed block: every node a destination and a source of its type. ``src``,
-    ``dst``: the edges' node ids, type-contiguous in ``types.node_types`` order with ``type_counts`` nodes each;
-    ``relation``: each edge's relation index."""
-    counts = tuple(int(c) for c in type_counts)
-    offsets = np.concatenate([[0], np.cumsum(counts)])
-    blocks = []
-    for r, mine in enumerate(edges_by_relation(relation, len(types.relations))):
-        s, d = types.ends(r)
-        blocks.append(relation_block(src[mine] - offsets[s], dst[mine] - offsets[d], counts[s], counts[d], s == d))
-    return TypedBlock(types, counts, counts, tuple(blocks)).to(device)

@@ -1,24 +1,17 @@
-"""Dropout that keeps no mask for the backward pass, and can write the halo rows it drops out straight into the
-layer's input.
-
-PyTorch's dropout on the CPU keeps its float32 noise tensor (the mask divided by 1 - p) for the backward: four
-bytes for every element it drops out. Between the layers of a partitioned graph that is every inner and every halo
-row of a hidden state (3.6x the inner rows on a products-shaped graph at 4 parts), kept until the backward. Here
-the mask is a function of a seed, drawn from PyTorch's default generator, and the backward draws it again from the
-same seed: the same function and the same gradients, no memory between the passes, and a run that seeds PyTorch
-still repeats exactly.
-
-On the CPU the mask comes from a counter-based hash and is drawn and applied in one pass over the rows
-(``dropout_cpu``, numba): PyTorch's CPU generator draws one number at a time, and drawing, comparing and masking
-took more than half of a GraphSAGE training step and a third of a GCN one on a 4-part graph (benchmarks/floor.py),
-20x what the one pass takes. On a GPU, the mask comes from a ``torch.Generator`` of its own, seeded with the seed.
+"""Dropout that keeps no mask for the backward pass, and can write the halo rows it drops out straight into the layer's
+input. The mask is a function of a seed drawn from PyTorch's default generator, drawn again by the backward: the same
+gradients without a mask kept over every inner and halo row, and a seeded run repeats exactly. The CPU draws and applies
+it in one numba pass (``dropout_cpu``; benchmarks/records/2026-11-27_floor_2core-vm.md), a GPU with a
+``torch.Generator`` of its own.
 """
+# PyTorch's CPU dropout keeps its float32 noise (the mask divided by 1 - p) until the backward, four bytes an element,
+# and draws one number at a time; a counter-based hash draws and applies the mask in one pass over the rows.
 from __future__ import annotations
 
 import torch
 import torch.nn as nn
 
-CHUNK = 1 << 22  # elements drawn at a time on a GPU: a 16 MB float temporary, whatever the rows
+CHUNK = 1 << 22  # elements drawn at a time on a GPU: a float temporary of bounded size, whatever the rows
 
 
 def _dropped(shape, p: float, seed: int, device) -> torch.Tensor:

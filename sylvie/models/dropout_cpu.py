@@ -1,15 +1,12 @@
-"""The CPU kernel of ``Dropout``: which elements are dropped, drawn and applied in one pass (numba).
-
-Element i of a tensor of ``n`` (flat index) is dropped when the top 24 bits of ``hash32(key + i * golden)`` are
-below ``ceil(p * 2**24)``: uniforms on a 2**-24 grid, as ``torch.rand`` draws them for float32, so an element is
-dropped with probability p (to 2**-24). The numbers are counter based, a function of (key, i) alone: the backward
-draws the same mask without storing it, whatever the chunking or the number of threads, and writing it costs one
-read and one write of the rows (PyTorch's CPU generator draws one number at a time, 20-50x slower).
-
-The kernels release the GIL (``nogil``), so a sampling or communication thread runs beside them. numba's thread
-count is numba's setting (``NUMBA_NUM_THREADS``, which ``sylvie train`` sets from
-``OMP_NUM_THREADS``).
+"""The CPU kernel of ``Dropout``: which elements are dropped, drawn and applied in one pass (numba). The numbers are
+counter based, a function of (key, element) alone, so the backward draws the same mask again without storing it,
+whatever the chunking or the number of threads, and nothing is drawn one number at a time as PyTorch's CPU generator
+does. The kernels release the GIL; numba's thread count is ``NUMBA_NUM_THREADS``, which ``sylvie train`` sets from
+``OMP_NUM_THREADS``.
 """
+# Element i of a tensor of ``n`` (flat index) is dropped when the top 24 bits of ``hash32(key + i * golden)`` are below
+# ``ceil(p * 2**24)``: uniforms on a 2**-24 grid, as ``torch.rand`` draws them for float32, so an element is dropped
+# with probability p (to 2**-24).
 from __future__ import annotations
 
 import math
@@ -55,7 +52,7 @@ def _apply(x, out, key, threshold, scale, zero, offset, start, stop):
 @njit(cache=True, inline="always")
 def _apply_in_place(x, key, threshold, scale, zero, offset, start, stop):
     # a loop of its own: with ``out`` the same array as ``x``, LLVM's runtime overlap check sends _apply's
-    # vectorized loop to its scalar fallback (4x slower)
+    # vectorized loop to its much slower scalar fallback
     for i in range(start, stop):
         v = x[i] * scale
         x[i] = v if _kept(key, threshold, offset + i) else zero
@@ -123,7 +120,7 @@ def drop(x: np.ndarray, out: np.ndarray, p: float, seed: int, offset: int = 0) -
         stop = min(x.shape[0], start + SEGMENT - at)  # to the end of the key's segment
         xs, os_ = x[start:stop], out[start:stop]
         key = _key(seed, segment)
-        # numba's parallel launch costs 1-2 ms even on one thread (a rank's share of a small machine)
+        # numba's parallel launch has a fixed cost even on one thread (a rank's share of a small machine)
         parallel = threads > 1 and xs.shape[0] >= PARALLEL_MIN_ELEMENTS
         if in_place:
             (_drop_in_place_parallel if parallel else _drop_in_place_serial)(xs, key, thr, scale, zero, at)

@@ -1,20 +1,18 @@
-"""GAT's layer (Velickovic et al.) with DGL's ``GATConv`` parameters (``attn_l``, ``attn_r`` of shape (1, heads,
-out), ``bias`` of heads * out, then ``fc``, in that order), so models saved before keep loading: per head,
-``h_v = sum over in-edges u -> v of softmax_u(leaky_relu(a_l . W x_u + a_r . W x_v)) W x_u``, plus the bias.
-
-The attention (scores, softmax over each destination's in-edges, its dropout, the weighted sum) is one operation
-(``ops.attend``): on the CPU our numba kernels, which keep nothing per edge between the passes; on a GPU PyTorch's
-gathers and scatters. ``feat_drop`` drops out the layer's input (the model passes 0 for the layers whose input it
-drops out itself).
+"""GAT's layer (Velickovic et al.) with DGL's ``GATConv`` parameters (``attn_l``, ``attn_r`` of shape (1, heads, out),
+``bias`` of heads * out, then ``fc``, in that order), so models saved before keep loading. The attention is one
+operation (``ops.attend``): on the CPU our numba kernels, which keep nothing per edge between the passes; on a GPU
+PyTorch's gathers and scatters. ``feat_drop`` drops out the layer's input (0 where the model drops it out itself).
 """
+# Per head: ``h_v = sum over in-edges u -> v of softmax_u(leaky_relu(a_l . W x_u + a_r . W x_v)) W x_u``, plus the bias;
+# the attention covers the scores, the softmax over each destination's in-edges, its dropout and the weighted sum.
 from __future__ import annotations
 
 import torch
 import torch.nn as nn
 
-from sylvie.models.block import Block
 from sylvie.models.dropout import Dropout
 from sylvie.models.ops import attend
+from sylvie.models.relation_block import RelationBlock
 
 
 class GATConv(nn.Module):
@@ -49,7 +47,7 @@ class GATConv(nn.Module):
         nn.init.xavier_normal_(self.attn_r, gain=gain)
         nn.init.zeros_(self.bias)
 
-    def forward(self, block: Block, feat) -> torch.Tensor:
+    def forward(self, block: RelationBlock, feat) -> torch.Tensor:
         """``(num_dst, heads, out)`` from the source rows ``feat``, or from ``(source rows, destination rows)``
         where the destinations are not among the sources (a typed graph's relation between two node types: both
         through ``fc``, as DGL's ``GATConv`` of one input width takes a pair)."""

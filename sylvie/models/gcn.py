@@ -1,18 +1,17 @@
 """GCN's layer (Kipf and Welling): ``D_in^-1/2 A D_out^-1/2 X W + b``, with DGL's ``GraphConv`` parameters (``weight``
-of shape (in, out), ``bias``) and initialisation (Glorot uniform, zero bias), so models saved before keep loading.
-
-The symmetric normalisation's edge weight out_degree(u)^-1/2 * in_degree(v)^-1/2 is a product of a factor of each
-end, so it is applied as node factors inside the aggregation (``ops.aggregate``), with the block's degrees (a rank's
-are global: edges to other parts counted), no weight per edge, no scaled copy of the rows. The weight multiplies
-before the aggregation when the layer narrows and after it otherwise, so the sum runs over the narrower rows.
+of shape (in, out), ``bias``) and initialisation (Glorot uniform, zero bias), so models saved before keep loading. The
+normalisation's edge weight is a product of a factor of each end, so it runs as node factors inside ``ops.aggregate`` (a
+rank's degrees are global): no weight per edge, no scaled copy of the rows.
 """
+# The weight multiplies before the aggregation when the layer narrows and after it otherwise, so that the sum runs over
+# the narrower rows.
 from __future__ import annotations
 
 import torch
 import torch.nn as nn
 
-from sylvie.models.block import Block
 from sylvie.models.ops import aggregate, gcn_scales
+from sylvie.models.relation_block import RelationBlock
 
 
 class GraphConv(nn.Module):
@@ -27,7 +26,9 @@ class GraphConv(nn.Module):
         if self.bias is not None:
             nn.init.zeros_(self.bias)
 
-    def forward(self, block: Block, h: torch.Tensor) -> torch.Tensor:
+    def forward(self, block: RelationBlock, h) -> torch.Tensor:
+        """From the source rows ``h`` (or (sources, destinations): GCN reads only the sources)."""
+        h = h[0] if isinstance(h, tuple) else h
         out_norm, in_norm = gcn_scales(block, h.dtype)
         w = self.weight
         if w.shape[0] > w.shape[1]:

@@ -1,12 +1,10 @@
-"""Layer stacks of GraphSAGE (mean), GCN and GAT on our blocks (``sylvie.models.block.Block``), on PyTorch alone.
-
-``forward(block, x, halo)``: ``x`` holds the layer-0 rows of every source node (inner rows first, then
-halo rows); before every later layer the model asks ``halo(inner_rows, layer)`` for the halo rows of
-its current hidden state. With one partition (or the whole graph), ``halo`` returns nothing.
-
-``forward(blocks, x)`` with a list of one block per layer (message flow graphs of a sampled minibatch, as our
-sampler makes them): layer i runs on ``blocks[i]``, whose destinations are the first sources of ``blocks[i + 1]``.
+"""The one layer stack of every architecture, on ``Block``s of any graph (a homogeneous graph: one type, one relation).
+``forward(block, xs, halo)``: ``xs`` holds per node type the layer-0 rows of its sources (destinations first), or None
+for a type without features, whose rows are an embedding table the model trains; the model asks ``halo(rows, layer)``
+for a type's halo rows. ``forward(blocks, xs)`` takes a sampled minibatch, one block per layer.
 """
+# An embedding table is partitioned with its type's nodes. The halo rows asked for are, at layer 0, the embedding
+# tables' rows, later the hidden state; ``halo`` takes lists per type.
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -15,90 +13,194 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from sylvie.errors import SylvieError
+from sylvie.graph_types import HOMOGENEOUS, GraphTypes
+from sylvie.models.block import Block
 from sylvie.models.dropout import Dropout
 from sylvie.models.gat import GATConv
 from sylvie.models.gcn import GraphConv
 from sylvie.models.initialisation import initialise_gat
+from sylvie.models.registry import ARCHS, ATTENTION, RELATIONAL, loop_weight
+from sylvie.models.relational_conv import RelationalConv
+from sylvie.models.rgcn import RelGraphConv
 from sylvie.models.sage import MeanSAGEConv
 
-ARCHS = ("gcn", "sage", "gat")
-HaloFn = Callable[[torch.Tensor, int], torch.Tensor]
+HaloFn = Callable[[list, int], list]  # (each type's rows, layer) -> each type's halo rows
+
+
+def _conv(arch: str, w_src: int, w_dst: int, out: int, heads: int, first: bool, dropout: float) -> nn.Module:
+    """One relation's convolution."""
+    if arch == "gcn":
+        return GraphConv(w_src, out)
+    if arch == "sage":
+        return MeanSAGEConv(w_src if w_src == w_dst else (w_src, w_dst), out)
+    # the input layer drops out its features itself (GAT drops every layer's input); later layers' inputs are
+    # dropped out by the model (between layers, as for GCN and GraphSAGE), not twice
+    return initialise_gat(GATConv(w_src if w_src == w_dst else (w_src, w_dst), out, heads,
+                                  feat_drop=dropout if first else 0.0, attn_drop=dropout))
 
 
 class GNN(nn.Module):
-    def __init__(self, arch: str, in_feats: int, hidden: int, num_classes: int, layers: int = 2,
-                 dropout: float = 0.5, heads: int = 4):
+    def __init__(self, arch: str, in_feats, hidden: int, num_classes: int, layers: int = 2, dropout: float = 0.5,
+                 heads: int = 4, *, types: GraphTypes = HOMOGENEOUS, num_bases: int | None = None,
+                 embedding_rows=None, embedding_width: int | None = None, embedding_seed: int = 0,
+                 loop_weight: bool | None = None):
+        """``in_feats``: the input width, or one per node type (None: a type without features, which gets an
+        embedding table of ``embedding_width`` columns, default the widest feature width, whose rows are
+        ``embedding_rows[t]``: their number, or the type's ids of a rank's nodes); ``loop_weight``: a self-loop
+        weight per node type in every layer (None: R-GCN's and R-GAT's yes, the others' no)."""
         super().__init__()
         if arch not in ARCHS:
             raise ValueError(f"unknown model arch '{arch}'; choose one of {', '.join(ARCHS)}")
         if layers < 1:
             raise ValueError(f"layers must be >= 1, got {layers}")
-        self.arch, self.heads = arch, heads
+        in_widths = tuple(in_feats) if isinstance(in_feats, (tuple, list)) else (in_feats,)
+        if len(in_widths) != len(types.node_types):
+            raise ValueError(f"{len(in_widths)} input widths for {len(types.node_types)} node types")
+        self.arch, self.types, self.heads = arch, types, heads
+        featured = [w for w in in_widths if w is not None]
+        width = embedding_width or (max(featured) if featured else hidden)
+        self.embeddings = nn.ModuleDict()
+        for t, w in enumerate(in_widths):
+            if w is None:
+                if embedding_rows is None:
+                    raise ValueError(f"node type {types.node_types[t]!r} has no features: give its embedding rows")
+                rows = embedding_rows[t]
+                ids = torch.arange(rows) if isinstance(rows, int) else torch.as_tensor(rows, dtype=torch.int64)
+                # given its weight, nn.Embedding draws none from torch's generator (which would take a number of
+                # draws that differs from rank to rank, and with it every weight drawn after)
+                table = nn.Embedding(ids.shape[0], width, _weight=embedding_init(ids, width, embedding_seed, t))
+                table.weight.rank_local = True
+                self.embeddings[str(t)] = table
+        widths = tuple(width if w is None else w for w in in_widths)
+        ends = [types.ends(r) for r in range(len(types.relations))]
+        loops = arch in RELATIONAL if loop_weight is None else loop_weight
+        attention = arch in ATTENTION
         self.convs = nn.ModuleList()
         for i in range(layers):
             last = i == layers - 1
-            d_in = in_feats if i == 0 else (hidden * heads if arch == "gat" else hidden)
-            d_out = num_classes if last else hidden
-            if arch == "gcn":
-                conv = GraphConv(d_in, d_out)
-            elif arch == "sage":
-                conv = MeanSAGEConv(d_in, d_out)
+            d_out, h = (num_classes if last else hidden), (1 if last else heads)
+            if arch == "rgcn":
+                conv = RelGraphConv(widths, d_out, ends, num_bases, self_loop=loops)
             else:
-                # the input layer drops out its features itself (GAT drops every layer's input); later layers'
-                # inputs are dropped out by the model (between layers, as for GCN and GraphSAGE), not twice
-                conv = initialise_gat(GATConv(d_in, d_out, 1 if last else heads,
-                                              feat_drop=dropout if i == 0 else 0.0, attn_drop=dropout))
+                kind = "gat" if attention else arch
+                conv = RelationalConv([_conv(kind, widths[s], widths[d], d_out, h, i == 0, dropout) for s, d in ends],
+                                      ends, widths if loops else None, d_out, h if attention else None)
             self.convs.append(conv)
+            widths = (hidden * heads if attention else hidden,) * len(widths)
         self.dropout = Dropout(dropout)
 
-    def forward(self, block, x: torch.Tensor, halo: HaloFn | None = None) -> torch.Tensor:
-        blocks = block if isinstance(block, (list, tuple)) else [block] * len(self.convs)
+    def keep_rows(self, ids: list) -> GNN:
+        """Keep of each embedding table (whole) the rows ``ids[t]`` (a rank's nodes of the type; None: a type
+        without a table), in place: the model of one rank of a partition-parallel pass."""
+        for t, rows in enumerate(ids):
+            if rows is not None:
+                table = self.embeddings[str(t)]
+                kept = table.weight.detach()[torch.as_tensor(rows, dtype=torch.int64, device=table.weight.device)]
+                self.embeddings[str(t)] = nn.Embedding(kept.shape[0], kept.shape[1], _weight=kept.clone())
+                self.embeddings[str(t)].weight.rank_local = True
+        return self
+
+    def forward(self, block: Block | list[Block], xs, halo: HaloFn | None = None) -> torch.Tensor:
+        """The target type's destination rows' output. ``block``: one for every layer (a rank's part, the whole
+        graph) or a sampled minibatch's list (no halo; a type with an embedding table then comes with its input rows
+        in ``xs``); ``xs``: a list per node type, or one tensor for a graph of one type."""
+        sampled = isinstance(block, (list, tuple))
+        blocks = list(block) if sampled else [block] * len(self.convs)
         if len(blocks) != len(self.convs):
             raise ValueError(f"got {len(blocks)} blocks for a model of {len(self.convs)} layers")
-        if isinstance(block, (list, tuple)) and halo is not None:
+        if sampled and halo is not None:
             raise ValueError("a list of blocks (a sampled minibatch) carries all its rows; it takes no halo")
-        n_dst = blocks[-1].num_dst
-        h = x
-        for i, conv in enumerate(self.convs):
-            block = blocks[i]
+        h = [xs] if isinstance(xs, torch.Tensor) else list(xs)
+        if len(self.embeddings):
+            h = self._embedded(blocks[0], h, halo, sampled)
+        target = self.types.target_index
+        for i, (conv, b) in enumerate(zip(self.convs, blocks, strict=True)):
+            last = i == len(self.convs) - 1
             if i > 0:
                 h = self._layer_input(h, i, halo)
-            if _rows(h) != block.num_src:
-                raise RuntimeError(f"layer {i}: got {_rows(h)} rows for {block.num_src} source nodes"
-                                   + ("; a halo exchange is needed for this block" if i else ""))
-            h = conv(block, h)
-            if self.arch == "gat":
-                h = h.mean(1) if i == len(self.convs) - 1 else h.flatten(1)
-            if i < len(self.convs) - 1:
+            for t, x in enumerate(h):
+                rows = None if x is None else (x[0] if isinstance(x, tuple) else x).shape[0]
+                if rows != b.num_src[t]:
+                    raise RuntimeError(f"layer {i}: node type {self.types.node_types[t]!r} got {rows} rows for "
+                                       f"{b.num_src[t]} source nodes"
+                                       + ("; a halo exchange is needed for this block" if i and halo is None else ""))
+            h = conv(b, h, {target} if last else None)
+            if self.arch in ATTENTION:
+                h = [None if y is None else (y.mean(1) if last else y.flatten(1)) for y in h]
+            if not last:
                 # in place on the layer's new output (ReLU's backward keeps its result, which is then that output)
-                h = F.elu(h) if self.arch == "gat" else F.relu(h, inplace=True)
-        assert h.shape[0] == n_dst
+                h = [None if y is None else (F.elu(y) if self.arch in ATTENTION else F.relu(y, inplace=True))
+                     for y in h]
+        return h[target]
+
+    def _embedded(self, block: Block, h: list, halo: HaloFn | None, sampled: bool) -> list:
+        """``h`` with each embedding table's layer-0 rows: a sampled batch brings them (pulled from their owners);
+        otherwise the table's rows, then its halo rows from their owners."""
+        if sampled:
+            missing = [self.types.node_types[int(t)] for t in self.embeddings if h[int(t)] is None]
+            if missing:
+                raise ValueError(f"node types {missing} learn embeddings: give their input rows (EmbeddingRows.pull)")
+            return h
+        tables = [self.embeddings[str(t)].weight if str(t) in self.embeddings else None for t in range(len(h))]
+        got = halo(tables, 0) if halo is not None else None
+        for t, table in enumerate(tables):
+            if table is not None:
+                h[t] = table if got is None else torch.cat([table, got[t]])
         return h
 
-    def _layer_input(self, h: torch.Tensor, layer: int, halo: HaloFn | None):
-        """The input of a layer after the first: this rank's rows and the halo rows, dropped out. The halo rows
-        live only until they are copied into the input (a local of this method)."""
+    def _layer_input(self, h: list, layer: int, halo: HaloFn | None) -> list:
+        """The input of a layer after the first, per type: its rows and its halo rows, dropped out. Every rank joins
+        the exchange, halo rows or not; the halo rows live only until they are copied into the input."""
         # Halo rows travel before dropout: each rank drops out its own source rows, and what goes on the wire is
-        # a function of the weights alone, so it changes slowly from epoch to epoch (what stale, pipelined halo
-        # data relies on) and carries no dropout noise.
-        rows = halo(h, layer) if halo is not None else None
-        # no rows and no backward of their own (one rank): skip the copy cat would make of every row. A rank
-        # without halo rows among several still concatenates: its backward joins the collective.
-        if rows is None or not (rows.shape[0] or rows.grad_fn is not None):
-            return self.dropout(h)
-        if self.arch != "sage":  # the inner and the halo rows dropped out straight into the input, in one pass
-            return self.dropout.cat(h, rows)
-        # GraphSAGE keeps only the inner rows (its destinations) for the backward, not the input over every
-        # source row: they are a tensor of their own, and copied into the input with the halo rows dropped out
-        h = self.dropout(h)
-        return self.dropout.after(h, rows), h
+        # a function of the weights alone (what stale, pipelined halo data relies on), with no dropout noise.
+        got = halo(h, layer) if halo is not None else None
+        out = []
+        for t, x in enumerate(h):
+            rows = None if got is None else got[t]
+            if x is None:
+                out.append(None)
+            elif rows is None or not (rows.shape[0] or rows.grad_fn is not None):
+                out.append(self.dropout(x))  # no rows to join, and no backward of their own: no copy
+            elif self.arch != "sage":  # the rows and the halo rows dropped out straight into the input, in one pass
+                out.append(self.dropout.cat(x, rows))
+            else:
+                # GraphSAGE keeps only the destinations for the backward, not the input over every source row: a
+                # tensor of their own, copied into the input with the halo rows dropped out
+                x = self.dropout(x)
+                out.append((self.dropout.after(x, rows), x))
+        return out
 
 
-def _rows(h) -> int:
-    """Source rows of a layer's input: a tensor, or (sources, destinations)."""
-    return (h[0] if isinstance(h, tuple) else h).shape[0]
+EMBEDDING_CHUNK = 1 << 16
 
 
-def build_model(model, in_feats: int, num_classes: int) -> GNN:
-    """A GNN from the config's ``model`` section (``self_loop`` belongs to the graph's block, not the model)."""
-    return GNN(model.arch, in_feats, model.hidden, num_classes, model.layers, model.dropout, model.heads)
+def embedding_init(ids: torch.Tensor, width: int, seed: int, node_type: int) -> torch.Tensor:
+    """The first value of the embedding rows ``ids`` of node type ``node_type``: normal with std width^-1/2, drawn by
+    chunks of ``EMBEDDING_CHUNK`` ids from a generator of (seed, type, chunk), so a row starts the same whatever rows
+    the table holds besides it, and torch's global generator (the other weights') is left alone."""
+    out = torch.empty(ids.shape[0], width)
+    if not ids.shape[0]:
+        return out
+    chunk = ids // EMBEDDING_CHUNK
+    gen = torch.Generator()
+    for c in torch.unique(chunk).tolist():
+        mine = (chunk == c).nonzero().squeeze(1)
+        gen.manual_seed(((seed * 1_000_003 + node_type) * 1_000_003 + c) % (1 << 63))  # any seed: < 2^63
+        block = torch.randn(EMBEDDING_CHUNK, width, generator=gen)
+        out[mine] = block[ids[mine] - c * EMBEDDING_CHUNK]
+    return out.mul_(width ** -0.5)
+
+
+def build_model(model, in_widths, num_classes: int, *, types: GraphTypes = HOMOGENEOUS, embedding_rows=None,
+                seed: int = 0) -> GNN:
+    """The model of the config's ``model`` section for a graph of ``types`` (``in_widths``: each type's feature
+    width, None for a type without features; an int for a graph of one type); a SylvieError for settings the graph
+    cannot take."""
+    try:
+        return GNN(model.arch, in_widths, model.hidden, num_classes, model.layers, model.dropout, model.heads,
+                   types=types, num_bases=model.num_bases,
+                   embedding_rows=None if embedding_rows is None else tuple(embedding_rows),
+                   embedding_width=model.embedding_width, embedding_seed=seed, loop_weight=loop_weight(model))
+    except ValueError as e:
+        raise SylvieError(f"model: {e}") from None

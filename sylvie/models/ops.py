@@ -1,17 +1,20 @@
-"""Message passing on a ``Block`` with PyTorch's autograd: the operations our layers are made of.
-
-- ``aggregate(block, x, src_scale, dst_scale)``: ``out[v] = dst_scale[v] * sum over in-edges u -> v of
-  src_scale[u] * x[u]`` (GCN: the symmetric normalisation's node factors; GraphSAGE: ``mean``, 1 / in-edges).
-- ``attend(block, feat, el, er, slope, p)``: GAT's attention: per destination and head, the softmax over its
-  in-edges of ``leaky_relu(el[u] + er[v])``, dropped out with probability ``p``, weighting the sum of ``feat[u]``.
-
-On the CPU (float32, float64) both run on our numba kernels (``aggregate_cpu``, ``attention_cpu``): parallel over
-rows, the GIL released, the backward along the block's out-edges (``Block.transpose``) rather than by scattering.
-Elsewhere (CUDA) they run on PyTorch: the aggregation as a CSR matrix product (cuSPARSE) with the normalisation as
-the matrix's values, its backward the product with the transposed matrix; the attention with gathers, a
-``scatter_reduce`` maximum and ``index_add_``. ``torch_ops()`` makes the CPU take PyTorch's path too, so tests
-check it against the kernels and against DGL where no GPU is.
+"""Message passing on a ``RelationBlock`` with PyTorch's autograd: ``aggregate`` (a sum over in-edges with node factors:
+GCN's normalisation, GraphSAGE's mean) and ``attend`` (GAT's attention), the operations our layers are made of. On the
+CPU both run on our numba kernels (``aggregate_cpu``, ``attention_cpu``), whose backward runs along the out-edges rather
+than scattering; elsewhere on PyTorch. ``torch_ops()`` sends the CPU down PyTorch's path too, so that tests compare the
+two.
 """
+# - ``aggregate(block, x, src_scale, dst_scale)``:
+#   ``out[v] = dst_scale[v] * sum over in-edges u -> v of src_scale[u] * x[u]``
+#   (GCN: the symmetric normalisation's node factors; GraphSAGE: ``mean``, 1 / in-edges).
+# - ``attend(block, feat, el, er, slope, p)``: per destination and head, the softmax over its in-edges of
+#   ``leaky_relu(el[u] + er[v])``, dropped out with probability ``p``, weighting the sum of ``feat[u]``.
+#
+# The CPU kernels (float32, float64) run parallel over rows with the GIL released, the backward along the out-edges
+# (``RelationBlock.transpose``). On CUDA the aggregation is a CSR matrix product (cuSPARSE) with the normalisation as
+# the matrix's values, its backward the product with the transposed matrix; the attention uses gathers, a
+# ``scatter_reduce`` maximum and ``index_add_``. Tests check PyTorch's path against the kernels and against DGL where no
+# GPU is.
 from __future__ import annotations
 
 import contextlib
@@ -20,7 +23,7 @@ import warnings
 
 import torch
 
-from sylvie.models.block import Block
+from sylvie.models.relation_block import RelationBlock
 
 _PREFER_TORCH = threading.local()
 
@@ -41,14 +44,14 @@ def _kernels(x: torch.Tensor) -> bool:
         _PREFER_TORCH, "on", False)
 
 
-def _cached(block: Block, key, make):
+def _cached(block: RelationBlock, key, make):
     value = block._cache.get(key)
     if value is None:
         value = block._cache[key] = make()
     return value
 
 
-def _chunks(block: Block, by_source: bool = False):
+def _chunks(block: RelationBlock, by_source: bool = False):
     """The kernels' work chunks of the block's destinations (or, ``by_source``, of its sources along the out-edges)
     for numba's thread count now, kept with the block."""
     import numba
@@ -82,7 +85,7 @@ class _AggregateCPU(torch.autograd.Function):
         return g, None, None, None
 
 
-def _sparse(block: Block, values: torch.Tensor, transposed: bool) -> torch.Tensor:
+def _sparse(block: RelationBlock, values: torch.Tensor, transposed: bool) -> torch.Tensor:
     """The block's adjacency (destinations x sources; ``transposed``: sources x destinations) as a CSR tensor."""
     ids = block.indices.dtype
     if transposed:
@@ -119,7 +122,7 @@ class _AggregateSparse(torch.autograd.Function):
         return torch.sparse.mm(at, grad.contiguous()), None, None, None
 
 
-def _edge_values(block: Block, src_scale, dst_scale, dtype) -> torch.Tensor:
+def _edge_values(block: RelationBlock, src_scale, dst_scale, dtype) -> torch.Tensor:
     v = torch.ones(block.num_edges, dtype=dtype, device=block.device)
     if src_scale is not None:
         v = v * src_scale.to(dtype)[block.indices.long()]
@@ -128,20 +131,18 @@ def _edge_values(block: Block, src_scale, dst_scale, dtype) -> torch.Tensor:
     return v
 
 
-def aggregate(block: Block, x: torch.Tensor, src_scale: torch.Tensor | None = None,
+def aggregate(block: RelationBlock, x: torch.Tensor, src_scale: torch.Tensor | None = None,
               dst_scale: torch.Tensor | None = None, scales_key: str | None = None) -> torch.Tensor:
-    """``out[v] = dst_scale[v] * sum over in-edges u -> v of src_scale[u] * x[u]``: a ``(num_dst, ...)`` tensor.
-    The scales (1-d, per source and per destination, or None) are constants of the block (no gradient flows to
-    them); ``scales_key`` names them (``'gcn'``, ``'mean'``) so the sparse path keeps its matrix with the block.
-
-    The sum of an input without a gradient (a rank's layer-0 rows: GCN and GraphSAGE drop out no input features)
-    over a block that is kept (a rank's part, the whole graph; not a minibatch's) is the same every epoch: in training
-    (autograd on) it is kept with the block and returned again while the input is the same unmodified tensor and the
-    scales the same, so an epoch sums its first layer's input once, at set-up. A caller must not modify the result in
-    place. In training it costs no memory at the peak (the first layer keeps the sum for its weight gradient anyway);
-    inference alone (autograd off: evaluation, and the full-neighbourhood validation of sampled training) keeps
-    nothing, so its sum is freed after the first layer, as before (kept, it added the sum's size to a sampled rank's
-    peak: 2,373 MB against 2,205 on the products-like graph)."""
+    """``out[v] = dst_scale[v] * sum over in-edges u -> v of src_scale[u] * x[u]``, a ``(num_dst, ...)`` tensor; the
+    scales (per source and per destination, or None) are constants of the block, named by ``scales_key`` (``'gcn'``,
+    ``'mean'``) so that the sparse path keeps its matrix with the block. In training, the sum of an input without a
+    gradient over a kept block (a rank's part, the whole graph; not a minibatch's) is kept and returned again for the
+    same unmodified input and scales, so an epoch sums its first layer's input once: a caller must not modify the result
+    in place."""
+    # A rank's layer-0 rows have no gradient (GCN and GraphSAGE drop out no input features). Kept in training, the sum
+    # costs nothing at the peak (the first layer keeps it for its weight gradient anyway); inference alone (autograd
+    # off: evaluation, and sampled training's full-neighbourhood validation) keeps nothing, so its sum is freed after
+    # the first layer rather than raising a sampled rank's peak.
     if x.shape[0] != block.num_src:
         raise ValueError(f"aggregate: {x.shape[0]} rows for a block of {block.num_src} sources")
     if x.requires_grad or block.src_ids is not None or scales_key is None:
@@ -155,7 +156,7 @@ def aggregate(block: Block, x: torch.Tensor, src_scale: torch.Tensor | None = No
     return out
 
 
-def _aggregate(block: Block, x: torch.Tensor, src_scale, dst_scale, scales_key) -> torch.Tensor:
+def _aggregate(block: RelationBlock, x: torch.Tensor, src_scale, dst_scale, scales_key) -> torch.Tensor:
     if _kernels(x):
         shape = x.shape
         flat = x.reshape(shape[0], -1)
@@ -169,14 +170,14 @@ def _aggregate(block: Block, x: torch.Tensor, src_scale, dst_scale, scales_key) 
     return out.view((block.num_dst,) + tuple(shape[1:]))
 
 
-def gcn_scales(block: Block, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+def gcn_scales(block: RelationBlock, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
     """(out_degree^-1/2 per source, in_degree^-1/2 per destination), degrees clamped to >= 1 (as DGL's
     GraphConv), kept with the block."""
     return _cached(block, ("gcn-scales", dtype), lambda: (
         block.out_degree.clamp(min=1).to(dtype).pow(-0.5), block.in_degree.clamp(min=1).to(dtype).pow(-0.5)))
 
 
-def mean_scale(block: Block, dtype: torch.dtype) -> torch.Tensor:
+def mean_scale(block: RelationBlock, dtype: torch.dtype) -> torch.Tensor:
     """1 / in-edges per destination (0 in-edges: 1, so the mean is 0), kept with the block."""
     return _cached(block, ("mean-scale", dtype),
                    lambda: block.local_in_degree().clamp(min=1).to(dtype).reciprocal())
@@ -207,7 +208,7 @@ class _AttendCPU(torch.autograd.Function):
         return g_feat, g_el, g_er, None, None, None, None
 
 
-def _attend_torch(block: Block, feat, el, er, slope, p, seed):
+def _attend_torch(block: RelationBlock, feat, el, er, slope, p, seed):
     dst = _cached(block, ("dst-of-edges",), block.dst_of_edges)
     src = block.indices.long()
     heads = feat.shape[1]
@@ -242,7 +243,7 @@ class _DropWeights(torch.autograd.Function):
                          ctx.seed), None, None
 
 
-def attend(block: Block, feat: torch.Tensor, el: torch.Tensor, er: torch.Tensor, slope: float = 0.2,
+def attend(block: RelationBlock, feat: torch.Tensor, el: torch.Tensor, er: torch.Tensor, slope: float = 0.2,
            p: float = 0.0) -> torch.Tensor:
     """GAT's attention over ``block``: ``feat`` ``(num_src, heads, width)``, ``el`` ``(num_src, heads)``, ``er``
     ``(num_dst, heads)``; returns ``(num_dst, heads, width)``. ``p``: the attention dropout (training mode only is

@@ -1,24 +1,24 @@
-"""R-GCN's layer (Schlichtkrull et al.) on a typed block: for a destination v of node type d,
-
-    h_v = sum over relations r into d of  mean over r's in-edges u -> v of  x_u W_r   +  x_v W_loop[d]  +  b
-
-a weight per relation (``weight[r]``, of the relation's source type's input width), or, with ``num_bases``, each
-relation's weight a combination of shared bases (``W_r = sum_b coeff[r, b] V_b``; the source types then share one
-width); a self-loop weight per node type (one per type as the types' widths may differ: on a graph of one type it is
-DGL's ``RelGraphConv``'s ``loop_weight``; ``self_loop=False`` leaves it out, as DGL's does); one bias. A destination
-type that no relation reaches gets its self-loop and the bias.
-
-Each relation's sum runs on ``ops.aggregate`` (our CPU kernels, PyTorch's sparse product elsewhere), the weight
-applied after the mean where the layer widens or keeps its width, before it where it narrows (the mean and the
-weight commute), as ``GraphConv`` does.
+"""R-GCN's layer (Schlichtkrull et al.) on a typed block: per relation a weight (or, with ``num_bases``, a combination
+of shared bases), a self-loop weight per node type (one per type, as the types' widths may differ; ``self_loop=False``
+leaves it out, as DGL's does) and one bias. Each relation's mean runs on ``ops.aggregate``, the weight applied on the
+narrower side, as ``GraphConv`` does.
 """
+# For a destination v of node type d:
+#
+#     h_v = sum over relations r into d of  mean over r's in-edges u -> v of  x_u W_r   +  x_v W_loop[d]  +  b
+#
+# ``W_r`` is ``weight[r]`` (of the relation's source type's input width), or with ``num_bases``
+# ``sum_b coeff[r, b] V_b`` (the source types then share one width). On a graph of one type the self-loop
+# weight is DGL's ``RelGraphConv``'s ``loop_weight``. A destination type that no relation reaches gets its self-loop
+# and the bias. The weight is applied after the mean where the layer widens or keeps its width, before it where it
+# narrows (the mean and the weight commute).
 from __future__ import annotations
 
 import torch
 import torch.nn as nn
 
+from sylvie.models.block import Block
 from sylvie.models.ops import aggregate, mean_scale
-from sylvie.models.typed_block import TypedBlock
 
 
 class RelGraphConv(nn.Module):
@@ -63,7 +63,7 @@ class RelGraphConv(nn.Module):
         w = (self.coeff @ self.bases.flatten(1)).view(len(self.ends), *self.bases.shape[1:])
         return list(w.unbind(0))
 
-    def forward(self, tb: TypedBlock, xs: list[torch.Tensor | None], only: set[int] | None = None) \
+    def forward(self, tb: Block, xs: list[torch.Tensor | None], only: set[int] | None = None) \
             -> list[torch.Tensor | None]:
         """Per node type its destination rows' output ``(num_dst[t], out)`` from ``xs``, its source rows (the
         destinations first); ``only``: the node types to compute (the others' outputs None)."""

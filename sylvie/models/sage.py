@@ -1,40 +1,30 @@
 """GraphSAGE's mean layer with DGL's ``SAGEConv`` parameters (``fc_neigh`` without a bias, ``fc_self`` with one, in
-that order), so models saved before keep loading, initialised as torch's ``nn.Linear`` is, and ordered to keep less
-for the backward pass.
-
-**Initialisation.** DGL draws both branches xavier-uniform with the ReLU gain (weight variance 4 / (fan_in +
-fan_out)), so the two branches, summed, double the variance of a layer's input, and train-mode dropout doubles it
-again: on a 50K-node graph (64 features, 16 classes, degree 20) a fresh 3 x 64 model's logits had std 4.8 and its
-first loss was 9.1 (ln 16 = 2.77); Adam then shrank the output until every node got the same prediction (loss ~ln 16
-from epoch 7 to ~22) and ~40% of the second hidden layer's units died for good: test 71.2% at 60 epochs. torch's
-default (weights and bias uniform in +-1 / sqrt(fan_in), variance 1 / (3 fan_in), as PipeGCN's layer): first loss
-2.80, 2-3% of units dead, 73.3% at 20 epochs and 76.1% at 60. ``sylvie/models/initialisation.py`` says how the other
-layers start; ``tests/test_initialisation.py`` guards them.
-
-**Order.** Applying ``fc_neigh`` before aggregating (what DGL does whenever the layer narrows) keeps the layer's
-whole source input for the weight gradient. On a rank of a partitioned graph the sources are the inner rows plus the
-halo rows, 3.6x the inner rows on a products-shaped graph at 4 parts, so that kept a hidden state of every halo row
-alive per layer until the backward. Given its destination rows as a tensor of their own (``(sources,
-destinations)``, as the model passes a layer over inner + halo rows), this layer aggregates the sources first when
-they have a gradient, and keeps only destination-sized tensors. Otherwise it narrows first: the input has no
-gradient (the layer-0 features, in memory anyway), or the destinations are a view of the sources, which the
-backward keeps whole anyway (one rank, a sampled minibatch). Both orders compute the same function (the mean and
-``fc_neigh`` commute).
+that order), so models saved before keep loading; initialised as torch's ``nn.Linear`` is, since DGL's init makes a
+fresh model plateau and lose hidden units (``sylvie/models/initialisation.py``); and ordered to keep less for the
+backward pass.
 """
+# Order: applying ``fc_neigh`` before aggregating (DGL's choice whenever the layer narrows) keeps the layer's whole
+# source input for the weight gradient, and a partitioned rank's sources include every halo row. Given its destination
+# rows as a tensor of their own (``(sources, destinations)``), this layer aggregates first when the sources have a
+# gradient, keeping only destination-sized tensors. Otherwise it narrows first: the input has no gradient (the layer-0
+# features), or the destinations are a view of the sources, which the backward keeps whole anyway (one rank, a sampled
+# minibatch). The mean and ``fc_neigh`` commute, so both orders compute the same function.
 from __future__ import annotations
 
 import torch
 import torch.nn as nn
 
-from sylvie.models.block import Block
 from sylvie.models.ops import aggregate, mean_scale
+from sylvie.models.relation_block import RelationBlock
 
 
 class MeanSAGEConv(nn.Module):
-    def __init__(self, in_feats: int, out_feats: int):
+    def __init__(self, in_feats: int | tuple[int, int], out_feats: int):
+        """``in_feats``: the input width, or (sources', destinations') for a relation between two node types."""
         super().__init__()
-        self.fc_neigh = nn.Linear(in_feats, out_feats, bias=False)
-        self.fc_self = nn.Linear(in_feats, out_feats)
+        in_src, in_dst = in_feats if isinstance(in_feats, tuple) else (in_feats, in_feats)
+        self.fc_neigh = nn.Linear(in_src, out_feats, bias=False)
+        self.fc_self = nn.Linear(in_dst, out_feats)
         # drawn again, as when this layer was DGL's SAGEConv (whose constructor called it): the same seed gives the
         # same initial weights as before
         self.reset_parameters()
@@ -44,7 +34,7 @@ class MeanSAGEConv(nn.Module):
         self.fc_self.reset_parameters()
         self.fc_neigh.reset_parameters()
 
-    def forward(self, block: Block, feat) -> torch.Tensor:
+    def forward(self, block: RelationBlock, feat) -> torch.Tensor:
         """``feat``: the source rows, or (source rows, destination rows) when the caller holds the destinations
         as a tensor of their own (then the source tensor is not kept for the backward)."""
         apart = isinstance(feat, tuple)

@@ -1,21 +1,15 @@
-"""Hand freed memory back to the system, in the processes that hold a part of a large graph: at once (glibc's
-thresholds, ``return_freed_memory``), or what the allocator holds free at the end of a rank's set-up
-(``release_free_memory``).
-
-glibc serves an allocation from its heap unless it is larger than a threshold, which starts at 128 KB and rises
-to the size of every larger block freed, up to 32 MB. A rank's tensors are mostly rows of its part (a hidden state,
-a dropout mask, a degree vector): after a few epochs blocks of 1-32 MB come from the heap, and what is freed there
-stays in the process. Measured on a products-shaped graph at 1/4 scale (4 parts, GraphSAGE): 0.1 GB a rank more
-at the peak of an epoch. A fixed threshold of 1 MB sends every such block to its own mapping, returned when freed.
-
-The price is a page fault for every page of every such block, each time one is allocated: 4 KB pages, or 2 MB ones
-where PyTorch's transparent huge pages are on (``THP_MEM_ALLOC_ENABLE=1``, which the launcher sets where it finds
-no tcmalloc to preload: ``launch/allocator.py``; tcmalloc's ``mallopt`` does nothing). Full-graph training and
-evaluation set it. Sampled training does not (``train/run.py``): its
-tensors are a minibatch's, allocated anew every step, a small share of the part. On 50K nodes in 4 parts, 4 ranks on
-2 cores (GraphSAGE 3 x 64, fanouts 10/10/10, batch 256), a sampled epoch took 5.8 s with the 1 MB threshold (40% of
-the ranks' CPU time in the kernel, on page faults) and 3.1 s with glibc's own.
+"""Hand freed memory back to the system in the processes that hold a part of a large graph: at once, through glibc's
+thresholds (``return_freed_memory``, full-graph training and evaluation), or what the allocator holds free when a
+rank's set-up ends (``release_free_memory``). Sampled training skips the first: its minibatch-sized tensors would
+fault their pages in afresh every step (benchmarks/records/2026-11-25_sampled-ranks_2core-vm.md).
 """
+# glibc serves an allocation from its heap unless it exceeds a threshold that starts at 128 KB and rises to the size of
+# every larger block freed, up to 32 MB: a rank's part-sized tensors (a hidden state, a dropout mask, a degree vector)
+# then come from the heap, and what is freed there stays in the process. A fixed 1 MB threshold gives every such block a
+# mapping of its own, returned when freed, at the price of a page fault for every page each time one is allocated (4 KB
+# pages, or 2 MB ones where PyTorch's transparent huge pages are on: ``THP_MEM_ALLOC_ENABLE=1``, which the launcher sets
+# where it preloads no tcmalloc, ``launch/allocator.py``; tcmalloc's ``mallopt`` does nothing). Figures:
+# benchmarks/records/2026-11-29_held-memory_2core-vm.md.
 from __future__ import annotations
 
 import ctypes
@@ -38,15 +32,11 @@ def return_freed_memory() -> bool:
 
 def release_free_memory() -> str | None:
     """Hand what the allocator holds free now back to the system: tcmalloc's ``MallocExtension_ReleaseFreeMemory``
-    (gperftools' C API) where it is preloaded, else glibc's ``malloc_trim(0)``. Returns which of the two ran, None
-    where neither is there.
-
-    A rank calls it once, when its set-up is done (``train/run.py``): reading the shard, building the graph and its
-    halo plan free blocks that tcmalloc keeps, and the epochs' tensors, of other sizes, did not reuse them all.
-    Measured on the products preset (4 METIS parts, 4 ranks, GraphSAGE 3 x 64, tcmalloc), rank 0's peak: at 1/10
-    749 -> 711 MB fp32 synchronous and 788 -> 742 MB 1-bit pipelined, at full size 2,942 -> 2,828 MB fp32 (every
-    rank's, with the out-edges' lighter transpose: benchmarks/README.md, "After two memory changes"). It costs one
-    pass over the allocator's free lists, once."""
+    (gperftools' C API) where it is preloaded, else glibc's ``malloc_trim(0)``; returns which of the two ran, None where
+    neither is there. A rank calls it once, when its set-up is done, since the blocks set-up frees are not all reused by
+    the epochs' tensors (rank peaks: benchmarks/records/2026-12-06_allocators_2core-vm.md)."""
+    # Set-up frees blocks while reading the shard and building the graph and its halo plan (``train/run.py`` calls
+    # this); it costs one pass over the allocator's free lists, once.
     try:
         process = ctypes.CDLL(None)
     except OSError:

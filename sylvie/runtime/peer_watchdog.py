@@ -1,18 +1,12 @@
-"""Bounded waits: every rank beats a heartbeat into the rendezvous store and watches its peers' beats.
-
-Collectives wait for their slowest peer; gloo's own timeout fires only after ``timeout`` in one collective and
-does not say which peer is missing, and joining the process group waits as long for a rank that never comes.
-The watchdog (started before the rank joins the process group) does both:
-
-- start-up: every rank counts itself in; ``wait_for_peers`` returns once all have, and after
-  ``startup_timeout`` seconds raises an error naming the ranks that never did (frozen, stopped, not started);
-- then: when a peer's heartbeat has not moved for ``timeout`` seconds (the peer is frozen, stopped, or cut off
-  from the network), or this rank cannot reach the store for that long, it prints which rank and why, records
-  the failure for the launcher, and ends this process, so that torchrun stops the run.
-
-A beat and one read of every peer's count every ``interval`` (at most 1 s), judged every half interval by a
-thread that never waits on the network: a silent peer is named within ``timeout`` plus 1.5 intervals.
+"""Bounded waits: every rank beats a heartbeat into the rendezvous store and watches its peers' beats, since gloo's own
+timeout fires late and names no peer. At start-up ``wait_for_peers`` fails after ``startup_timeout`` naming the ranks
+that never counted in; later, a peer silent for ``timeout`` seconds (or a store unreachable that long) is named and
+recorded for the launcher, and this process ends, so that torchrun stops the run.
 """
+# gloo's timeout fires only after ``timeout`` in one collective, and joining the process group waits as long for a rank
+# that never comes; so the watchdog starts before the rank joins the group. A beat and one read of every peer's count
+# every ``interval`` (at most 1 s), judged every half interval by a thread that never waits on the network: a silent
+# peer is named within ``timeout`` plus 1.5 intervals.
 from __future__ import annotations
 
 import itertools

@@ -84,10 +84,10 @@ def _rank_and_world() -> tuple[int, int]:
 
 @contextlib.contextmanager
 def peers_watched(timeout_s: float, stage: str = "train", startup_timeout_s: float = 60):
-    """For a rank's whole stage: count this rank in and beat from now on (``PeerWatchdog``). A stage enters this
-    before its own checks and reads of its inputs (which may take long on a large graph, and longer on one node
-    than another), so that the start-up bound measures how far apart the processes started, not how long their
-    reads took. Yields the watchdog, for ``one_rank_per_part``."""
+    """For a rank's whole stage: count this rank in and beat from now on (``PeerWatchdog``), yielding the watchdog for
+    ``one_rank_per_part``. A stage enters it before its own checks and reads of its inputs, so that the start-up bound
+    measures how far apart the processes started, not how long their reads took (longer on a large graph, and on one
+    node than another)."""
     rank, world = _rank_and_world()
     watchdog = PeerWatchdog(rank, world, timeout_s, stage, startup_timeout_s)
     try:
@@ -100,18 +100,18 @@ def peers_watched(timeout_s: float, stage: str = "train", startup_timeout_s: flo
 def one_rank_per_part(device: str, timeout_s: float, num_parts: int, partition_dir, stage: str = "train",
                       startup_timeout_s: float = 60, watchdog: PeerWatchdog | None = None,
                       part_sized_memory: bool = True):
-    """The ranks of a run with one rank per part of ``partition_dir``: check there is a rank for every part, watch
-    the peers (``watchdog`` from
-    ``peers_watched``, or one started here), wait for every rank to start (at most ``startup_timeout_s``, then
-    fail naming the ranks missing), and join the process group (``device``). From then on a silent peer fails the
-    run after ``timeout_s``; the backend's own timeout, a little later, is the backstop for a collective that hangs
-    while every peer still beats. Yields the ``Context``; on leaving, after a finished body (or an error every
-    rank raised at once, ``on_every_rank``: training that diverged) every rank first waits for the others (beating
-    while it waits), so that rank 0 writes what it must before torchrun stops the run, then leaves the group. A
-    failure is recorded for the launcher before the group is left, that is before the peers see this rank's
-    connections close. ``part_sized_memory``: blocks of 1 MB or more that the rank frees go back to the system at
-    once (``freed_memory``, under glibc's malloc: a rank's tensors span its part); not for ranks that allocate the
-    same minibatch-sized tensors every step."""
+    """The ranks of a run with one rank per part of ``partition_dir``: check there is a rank for every part, watch the
+    peers, wait for every rank to start (at most ``startup_timeout_s``, then fail naming the ranks missing) and join the
+    process group (``device``), yielding the ``Context``. On leaving after a finished body (or an error every rank
+    raised at once, ``on_every_rank``: training that diverged), every rank waits for the others, so that rank 0 writes
+    what it must before torchrun stops the run."""
+    # ``watchdog``: one from ``peers_watched``, or one started here. After the join a silent peer fails the run after
+    # ``timeout_s``; the backend's own timeout, a little later, is the backstop for a collective that hangs while every
+    # peer still beats. A rank beats while it waits at the end, then leaves the group; a failure is recorded for the
+    # launcher before the group is left, that is before the peers see this rank's connections close.
+    # ``part_sized_memory``: blocks of 1 MB or more that the rank frees go back to the system at once (``freed_memory``,
+    # under glibc's malloc: a rank's tensors span its part); not for ranks that allocate the same minibatch-sized
+    # tensors every step.
     if part_sized_memory:
         return_freed_memory()
     _one_rank_per_part(_rank_and_world()[1], num_parts, partition_dir)  # before waiting for anyone

@@ -1,13 +1,10 @@
-"""A rank's part of the whole graph, for full-neighbourhood passes: the full-graph trainer trains on it, and both
-trainers evaluate on it (sampled training validates with full neighbourhoods, as DGL's and PyG's users do).
-
-Its block has the rank's inner rows as destinations and inner + 1-hop halo rows as sources, with global degrees;
-the layer-0 features of the halo rows are exchanged once, in fp32, at set-up; later layers' halo rows come from a
-``HaloExchange`` (fp32 and synchronous for evaluation, so accuracies measure the model, not the wire).
-
-Under boundary-node sampling a training epoch runs on ``subgraph``: the block without the halo rows the epoch's
-sample drops, and the layer-0 rows of the sources it keeps. Evaluation always uses the whole partition.
+"""A rank's part of the graph, for full-neighbourhood passes: the full-graph trainer trains on it and both trainers
+evaluate on it (fp32, synchronous halo rows, so that accuracies measure the model, not the wire). Its block has per node
+type the rank's inner rows as destinations and inner + 1-hop halo rows as sources, with global degrees; layer-0 halo
+rows are exchanged once, at set-up.
 """
+# The block holds a relation block per relation; each featured type's layer-0 halo rows are exchanged in fp32. Under
+# boundary-node sampling an epoch trains on ``subgraph``: the block less the halo rows the epoch's sample drops.
 from __future__ import annotations
 
 import numpy as np
@@ -18,45 +15,125 @@ from sylvie.comm.halo_plan import HaloPlan
 from sylvie.comm.lowbit.format import FULL_PRECISION
 from sylvie.comm.stats import CommStats
 from sylvie.formats.splits import SPLITS
-from sylvie.models.blocks import halo_subblock, local_block
+from sylvie.models.block import Block
+from sylvie.models.blocks import edges_by_relation, halo_subblock, relation_block
 from sylvie.partition.shard_format import Shard
 from sylvie.runtime.process_group import Context, all_reduce_sum
+from sylvie.runtime.rank_halo import RankHalo
+from sylvie.runtime.type_rows import TypeRows
 
 
 class RankGraph:
-    def __init__(self, ctx: Context, shard: Shard, self_loop: bool):
+    """``self_loop``: one self-loop edge per node in every relation within one node type; ``out_degrees``: each
+    relation's global out-degrees (what GCN normalises by; a graph of one relation has them in its shard)."""
+
+    def __init__(self, ctx: Context, shard: Shard, self_loop: bool, out_degrees: bool = False):
         self.ctx = ctx
         dev = ctx.device
+        self.types = shard.types
         self.plan = HaloPlan.build(shard.halo_owner_index, shard.halo_counts().tolist(), shard.num_inner, dev)
+        self.rows = TypeRows(shard, self.plan, dev)
         self.eval_stats = CommStats()
         self.eval_halo = HaloExchange(self.plan, self.eval_stats, FULL_PRECISION)
-        self.block = local_block(shard.edge_src, shard.edge_dst, shard.num_inner, shard.num_halo, shard.in_degree,
-                                 np.concatenate([shard.out_degree, shard.halo_out_degree]), self_loop, dev)
-        x_inner = torch.tensor(shard.feat, device=dev)  # a copy: shard arrays are read-only Arrow memory
-        with torch.no_grad():  # layer-0 halo features: exchanged once, in full precision
-            self.x = torch.cat([x_inner, self.eval_halo(x_inner, 0)])
+        self.block = self._block(shard, self_loop, out_degrees)
+        self._eval_model_halo: RankHalo | None = None
+        type_feat = shard.type_feat if shard.typed else (shard.feat,)
+        self.feature_widths = tuple(None if f is None else int(f.shape[1]) for f in type_feat)
+        self.embedded = [t for t, f in enumerate(type_feat) if f is None]
+        self.x: list[torch.Tensor | None] = []
+        for t, f in enumerate(type_feat):  # layer-0 halo features: exchanged once, in full precision, per type
+            if f is None:
+                self.x.append(None)
+                continue
+            inner = torch.tensor(f, device=dev)  # a copy: shard arrays are read-only Arrow memory
+            with torch.no_grad():
+                halo = self.eval_halo(inner, 0) if self.rows.num_types == 1 else \
+                    self.eval_halo(inner, 0, rows=self.rows.plan_of([t])[0])
+                self.x.append(torch.cat([inner, halo]))
         setup = torch.tensor([float(self.eval_stats.bytes_sent)], dtype=torch.float64, device=dev)
         self.setup_bytes = int(all_reduce_sum(setup).item())  # all ranks together
-        self.labels = torch.tensor(shard.label, device=dev)
-        self.masks = {s: torch.tensor(getattr(shard, s), device=dev) for s in SPLITS}
+        target = self.rows.inner_slice(self.types.target_index)
+        self.labels = torch.tensor(shard.label[target], device=dev)
+        self.masks = {s: torch.tensor(getattr(shard, s)[target], device=dev) for s in SPLITS}
 
-    def subgraph(self, halo_kept: torch.Tensor):
+    def _block(self, shard: Shard, self_loop: bool, out_degrees: bool) -> Block:
+        """Per relation, its edges into this rank's inner rows in the rows of their types."""
+        types, rows, dev = self.types, self.rows, self.ctx.device
+        if len(types.relations) == 1 and rows.num_types == 1:  # the shard's local ids and global degrees, as they are
+            rel = relation_block(shard.edge_src, shard.edge_dst, rows.num_src[0], rows.num_dst[0], True, self_loop,
+                                 shard.in_degree, np.concatenate([shard.out_degree, shard.halo_out_degree]), dev)
+            return Block(types, rows.num_dst, rows.num_src, (rel,))
+        relation = shard.edge_relation if shard.edge_relation is not None else np.zeros(len(shard.edge_src), np.int16)
+        edges = []
+        for r, mine in enumerate(edges_by_relation(relation, len(types.relations))):
+            s, d = types.ends(r)
+            edges.append((rows.source_rows(shard.edge_src[mine].astype(np.int64), s),
+                          shard.edge_dst[mine].astype(np.int64) - rows.inner_offsets[d]))
+        outs = self._global_out_degrees(edges) if out_degrees else [None] * len(edges)
+        blocks = []
+        for r, ((src, dst), out) in enumerate(zip(edges, outs, strict=True)):
+            s, d = types.ends(r)
+            blocks.append(relation_block(src, dst, rows.num_src[s], rows.num_dst[d], s == d, self_loop and s == d,
+                                         out_degree=out, device=dev))
+        return Block(types, rows.num_dst, rows.num_src, tuple(blocks))
+
+    def _global_out_degrees(self, edges: list) -> list[np.ndarray]:
+        """Each relation's out-degree of its source rows over the whole graph: this rank's counts of its halo rows
+        summed into their owners' (the exchange's backward), the owners' totals sent back to the halo rows."""
+        rows, num_inner = self.rows, len(self.rows.inner_type)
+        local_row = [np.concatenate([np.flatnonzero(rows.inner_type == t), num_inner + rows.halo_of[t].cpu().numpy()])
+                     for t in range(rows.num_types)]  # type t's source row -> the rank's local row
+        size = num_inner + len(rows.halo_type)
+        counts = np.stack([np.bincount(local_row[self.types.ends(r)[0]][src], minlength=size)
+                           for r, (src, _) in enumerate(edges)], axis=1).astype(np.float32)  # exact below 2^24
+        total = counts
+        if len(self.plan.send_counts) > 1:  # other ranks hold edges out of this rank's rows
+            counts = torch.from_numpy(counts).to(self.ctx.device)
+            inner = torch.zeros(num_inner, len(edges), device=self.ctx.device, requires_grad=True)
+            (self.eval_halo(inner, 0) * counts[num_inner:]).sum().backward()
+            with torch.no_grad():
+                total = counts[:num_inner] + inner.grad
+                total = torch.cat([total, self.eval_halo(total, 0)]).cpu().numpy()
+        total = np.rint(total).astype(np.int64)
+        return [total[local_row[self.types.ends(r)[0]], r] for r in range(len(edges))]
+
+    def halo(self, exchange: HaloExchange, layers: int) -> RankHalo:
+        """The model's halo rows from ``exchange``; embeddings travel as exchange layer ``layers`` (after the
+        model's own, 1 .. layers - 1)."""
+        return RankHalo(exchange, self.rows, self.embedded, layers)
+
+    def subgraph(self, halo_kept: torch.Tensor) -> tuple[Block, list]:
         """(block, layer-0 rows) of the partition keeping only the halo rows ``halo_kept`` (indices among the halo
-        rows, ascending): inner rows, then the kept halo rows."""
-        n = self.block.num_dst
-        rows = torch.cat([torch.arange(n, device=self.x.device), n + halo_kept.to(self.x.device)])
-        return halo_subblock(self.block, halo_kept), torch.index_select(self.x, 0, rows)
+        rows, ascending): per type its inner rows, then its kept halo rows."""
+        kept, _ = self.rows.kept(halo_kept)
+        rels = []
+        for r, rel in enumerate(self.block.relations):
+            s = self.types.ends(r)[0]
+            rels.append(halo_subblock(rel, kept[s], self.rows.num_dst[s]))
+        num_src = tuple(n + int(k.shape[0]) for n, k in zip(self.rows.num_dst, kept, strict=True))
+        xs = []
+        for t, x in enumerate(self.x):
+            if x is None:
+                xs.append(None)
+                continue
+            n = self.rows.num_dst[t]
+            keep = torch.cat([torch.arange(n, device=x.device), n + kept[t].to(x.device)])
+            xs.append(torch.index_select(x, 0, keep))
+        return Block(self.types, self.rows.num_dst, num_src, tuple(rels)), xs
 
     @torch.no_grad()
     def predict(self, model) -> torch.Tensor:
-        """The predicted class of every inner row (eval mode: no dropout), full neighbourhoods, fp32 halo rows;
-        collective: every rank calls it."""
+        """The predicted class of every inner row of the target type (eval mode), full neighbourhoods, fp32 halo
+        rows; collective: every rank calls it."""
         model.eval()
-        return model(self.block, self.x, self.eval_halo).argmax(1)
+        layers = len(model.convs)
+        if self._eval_model_halo is None or self._eval_model_halo.embedding_layer != layers:
+            self._eval_model_halo = self.halo(self.eval_halo, layers)
+        return model(self.block, self.x, self._eval_model_halo).argmax(1)
 
     def accuracy_counts(self, model) -> torch.Tensor:
-        """This rank's right predictions and nodes per split (float64, ``[len(SPLITS), 2]``, on the rank's device),
-        to be summed over the ranks (``accuracies`` of the sum); collective: every rank calls it (``predict``)."""
+        """This rank's right predictions and nodes per split (float64, ``[len(SPLITS), 2]``), to be summed over the
+        ranks (``accuracies`` of the sum); collective (``predict``)."""
         right = self.predict(model) == self.labels
         return torch.stack([torch.stack([(right & self.masks[s]).sum(), self.masks[s].sum()]) for s in SPLITS]).to(
             torch.float64)

@@ -1,24 +1,22 @@
-"""A part's minibatches: seeds, and the L-hop neighbourhood each draws over the whole graph's topology.
-
-Every rank holds the topology (``Topology``: in-edges by destination, memory-mapped read-only), so it samples its
-minibatches' neighbourhoods alone; only features are partitioned. A minibatch is its seeds (training vertices of
-the rank's own part), its input vertices (the sources of the first block; the seeds come first) and one block
-(MFG, our ``Block``) per layer, as ``dgl.dataloading.NeighborSampler`` makes them: sampling without replacement,
-``fanouts`` in DGL's order (the first for the input layer), a self-loop per vertex when the model has one (drawn like
-any other in-edge). The picks are ``neighbor_picks``'s and the blocks ``sampled_blocks``'s.
-
-A typed graph (``relation_offsets``: the topology's in-edges by destination and relation) is sampled per relation, as
-DGL's sampler samples a heterograph: at every hop each frontier vertex of relation r's destination type draws
-``fanouts[hop][r]`` of its in-edges of relation r, each relation from a random stream of its own
-(``relation_key``); the seeds are of the target type, and each hop is a ``TypedBlock`` (its input rows per node type,
-the first block's sources, type by type in ``input_nodes``). A homogeneous graph is the case of one relation: its
-draws are the same bits either way. A typed model (R-GCN, R-GAT) takes typed blocks of a homogeneous graph too.
-
-Every draw is a pure function of (seed, stream, epoch, rank, minibatch, hop, vertex): a minibatch is the same
-whatever thread samples it, with however many numba threads (``NUMBA_NUM_THREADS``, or ``numba.set_num_threads``
-in the sampling thread), in whatever order minibatches are drawn; so a resumed run and a run with another cache or
-prefetch depth train on the same neighbourhoods.
+"""A part's minibatches: seeds, and the L-hop neighbourhood each draws over the whole graph's topology, as
+``dgl.dataloading.NeighborSampler`` makes them. Every rank holds the topology (memory-mapped), so it samples alone;
+only features are partitioned. A typed graph is sampled per relation, as DGL samples a heterograph. Every draw is a
+pure function of (seed, stream, epoch, rank, minibatch, hop, vertex), so a resumed run trains on the same
+neighbourhoods.
 """
+# A minibatch is its seeds (training vertices of the rank's own part), its input vertices (the first block's sources,
+# seeds first) and one block (MFG, our ``Block``) per layer: sampling without replacement, ``fanouts`` in DGL's order
+# (the first for the input layer), a self-loop per vertex when the model has one (drawn like any other in-edge). The
+# picks are ``neighbor_picks``'s and the blocks ``sampled_blocks``'s.
+#
+# A typed graph (``relation_offsets``: the in-edges by destination and relation): at every hop each frontier vertex of
+# relation r's destination type draws ``fanouts[hop][r]`` of its in-edges of relation r, each relation from a random
+# stream of its own (``relation_key``); the seeds are of the target type, and ``input_nodes`` holds the first block's
+# sources type by type. A homogeneous graph is the case of one relation, with the same bits either way.
+#
+# A minibatch is the same whatever thread samples it, with however many numba threads (``NUMBA_NUM_THREADS``, or
+# ``numba.set_num_threads`` in the sampling thread), in whatever order minibatches are drawn, so runs with another cache
+# or prefetch depth train on the same neighbourhoods too.
 from __future__ import annotations
 
 import threading
@@ -29,7 +27,7 @@ import torch
 
 from sylvie.graph_types import HOMOGENEOUS, GraphTypes
 from sylvie.sampling.neighbor_picks import hop_key, pick_neighbors, relation_key, relation_offsets
-from sylvie.sampling.sampled_blocks import new_slot_map, sampled_block, sampled_typed_block
+from sylvie.sampling.sampled_blocks import new_slot_map, sampled_block
 
 TRAINING, PRESAMPLING = 0, 1  # random streams: the training's epochs, and the simulation cache policy's
 
@@ -38,16 +36,15 @@ TRAINING, PRESAMPLING = 0, 1  # random streams: the training's epochs, and the s
 class Minibatch:
     seeds: torch.Tensor  # ids of the vertices whose loss this batch computes
     input_nodes: torch.Tensor  # ids of the first block's sources (their features are the input); typed: type by type
-    blocks: list  # Blocks, or TypedBlocks (a typed model's)
+    blocks: list  # one Block per layer, the input layer's first
 
     def input_counts(self) -> tuple[int, ...]:
         return input_counts(self.blocks)
 
 
 def input_counts(blocks: list) -> tuple[int, ...]:
-    """Input rows of each node type (typed blocks), or of the one type: the first block's sources."""
-    first = blocks[0]
-    return tuple(first.num_src) if isinstance(first.num_src, tuple) else (first.num_src,)
+    """Input rows of each node type: the first block's sources."""
+    return tuple(blocks[0].num_src)
 
 
 def batch_sizes(num_seeds: int, iterations: int) -> np.ndarray:
@@ -75,22 +72,21 @@ class NeighborSampler:
     """Minibatches of part ``rank``'s training vertices ``train_ids`` (ids in the partition's id space), over the
     topology ``in_indptr``/``in_src`` (in-edges by destination). A typed graph: ``types``, each in-edge's relation
     ``in_relation`` (the topology ordered by destination, then relation) and per hop a fanout per relation
-    (``fanouts``: ``sylvie.sampling.fanouts.resolve_fanouts``'s); ``typed_blocks``: hops as ``TypedBlock``s
-    (always for a typed graph; for a homogeneous one, a typed model's)."""
+    (``fanouts``: ``sylvie.sampling.fanouts.resolve_fanouts``'s); ``self_loop``: each destination is a candidate
+    source of itself in every relation within one node type (as after ``dgl.add_self_loop``)."""
 
     def __init__(self, in_indptr: np.ndarray, in_src: np.ndarray, fanouts: list, train_ids: np.ndarray,
                  iterations: int, seed: int, rank: int, self_loop: bool = False, *, types: GraphTypes = HOMOGENEOUS,
-                 in_relation: np.ndarray | None = None, typed_blocks: bool = False):
+                 in_relation: np.ndarray | None = None):
         per_hop = [tuple(f) if isinstance(f, (tuple, list)) else (f,) * len(types.relations) for f in fanouts]
         if any(len(f) != len(types.relations) or any(int(x) < 1 for x in f) for f in per_hop):
             raise ValueError(f"sampling.fanouts must be at least 1 each, one per relation, got {list(fanouts)}")
-        if self_loop and (typed_blocks or not types.homogeneous):
-            raise ValueError("a typed model's self-loop is a weight of its own, not a sampled edge")
-        self.types, self.typed_blocks = types, typed_blocks or not types.homogeneous
+        self.types = types
         self.stride = len(types.relations)
         self.indptr = relation_offsets(in_indptr, in_relation, self.stride)
         self.src = in_src
-        self.fanouts, self.self_loop = [tuple(int(x) for x in f) for f in per_hop], bool(self_loop)
+        self.fanouts = [tuple(int(x) for x in f) for f in per_hop]
+        self.self_loop = [bool(self_loop) and types.ends(r)[0] == types.ends(r)[1] for r in range(self.stride)]
         self.train_ids = np.asarray(train_ids, np.int64)
         self.iterations, self.seed, self.rank = iterations, seed, rank
         self._scratch = threading.local()  # each sampling thread's relabelling map
@@ -114,13 +110,9 @@ class NeighborSampler:
         for hop, fanout in enumerate(reversed(self.fanouts)):  # from the seeds outwards
             hk = hop_key(key, hop)
             picks = [pick_neighbors(self.indptr, self.src, frontiers[types.ends(r)[1]], fanout[r], relation_key(hk, r),
-                                    self.self_loop, self.stride, r) for r in range(self.stride)]
-            if self.typed_blocks:
-                blocks.append(sampled_typed_block(types, frontiers, picks, slot))
-                frontiers = [ids.numpy() for ids in blocks[-1].src_ids]
-            else:
-                blocks.append(sampled_block(frontiers[0], *picks[0], slot))
-                frontiers = [blocks[-1].src_ids.numpy()]
+                                    self.self_loop[r], self.stride, r) for r in range(self.stride)]
+            blocks.append(sampled_block(types, frontiers, picks, slot))
+            frontiers = [ids.numpy() for ids in blocks[-1].src_ids]
         blocks.reverse()
         inputs = torch.from_numpy(np.concatenate(frontiers)) if len(frontiers) > 1 else torch.from_numpy(frontiers[0])
         return Minibatch(torch.from_numpy(seeds), inputs, blocks)

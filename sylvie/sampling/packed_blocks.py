@@ -1,11 +1,7 @@
-"""A minibatch's blocks in a ``batch_transfer.Layout``: every array of every block (and of a typed block, every
-relation's) gets a segment, once (arrays the blocks share, such as a typed block's source ids, are laid out once);
-``unpack`` builds the same blocks on the views of the copied buffer.
-
-A block's arrays: its in-edges (``indptr``, ``indices``), its degrees, its graph ids (``src_ids``, ``dst_ids``)
-and its out-edges (``Block.transpose``, built by the sampler in its thread). The graph ids travel too: the models
-do not read them, but a block that has them is a minibatch's, which the models' operations go by (``ops.aggregate``
-keeps nothing with such a block).
+"""A minibatch's blocks in a ``batch_transfer.Layout``: every array of every relation's block gets a segment, once
+(arrays they share, such as a type's source ids, are laid out once); ``unpack`` builds the same blocks on the views
+of the copied buffer. The graph ids travel too: the models do not read them, but a block that has them is a
+minibatch's, which ``ops.aggregate`` goes by (it keeps nothing with such a block).
 """
 from __future__ import annotations
 
@@ -13,9 +9,8 @@ from dataclasses import replace
 
 import torch
 
-from sylvie.models.block import Block
 from sylvie.models.block_transpose import Transpose
-from sylvie.models.typed_block import TypedBlock
+from sylvie.models.relation_block import RelationBlock
 from sylvie.sampling.batch_transfer import Layout
 
 _BLOCK = ("indptr", "indices", "in_degree", "out_degree", "src_ids", "dst_ids")
@@ -23,20 +18,20 @@ _TRANSPOSE = ("indptr", "dst", "edge")
 
 
 class PackedBlocks:
-    """``blocks`` (``Block``s or ``TypedBlock``s, on the host) laid out in ``layout``."""
+    """``blocks`` (``Block``s, on the host) laid out in ``layout``."""
 
     def __init__(self, blocks: list, layout: Layout):
         self.blocks, self.layout = blocks, layout
         self.arrays: list[torch.Tensor] = []  # what each of our segments holds
         self._segment: dict[tuple, int] = {}  # an array's identity -> its segment
         for block in blocks:
-            for b in _relations(block):
+            for b in block.relations:
                 for name in _BLOCK:
                     self._add(getattr(b, name))
                 if b._transpose is not None:
                     for name in _TRANSPOSE:
                         self._add(getattr(b._transpose, name))
-            if isinstance(block, TypedBlock) and block.src_ids is not None:
+            if block.src_ids is not None:
                 for t in block.src_ids:
                     self._add(t)
 
@@ -55,23 +50,14 @@ class PackedBlocks:
         def at(t):
             return None if t is None else views[self._segment[_identity(t)]]
 
-        def block_of(b: Block) -> Block:
+        def block_of(b: RelationBlock) -> RelationBlock:
             tr = b._transpose
             return replace(b, **{name: at(getattr(b, name)) for name in _BLOCK}, _cache={},
                            _transpose=None if tr is None else Transpose(*(at(getattr(tr, n)) for n in _TRANSPOSE)))
 
-        out = []
-        for block in self.blocks:
-            if isinstance(block, TypedBlock):
-                out.append(replace(block, relations=tuple(block_of(b) for b in block.relations),
-                                   src_ids=None if block.src_ids is None else tuple(at(t) for t in block.src_ids)))
-            else:
-                out.append(block_of(block))
-        return out
-
-
-def _relations(block) -> tuple[Block, ...]:
-    return block.relations if isinstance(block, TypedBlock) else (block,)
+        return [replace(block, relations=tuple(block_of(b) for b in block.relations),
+                        src_ids=None if block.src_ids is None else tuple(at(t) for t in block.src_ids))
+                for block in self.blocks]
 
 
 def _identity(t: torch.Tensor) -> tuple:

@@ -1,17 +1,10 @@
-"""A hop's picks as the block (MFG) the models take: sources relabelled to block-local ids, as DGL's samplers do.
-
-A block's destinations are the hop's frontier, in its order, and they are also its first sources; the other
-sources follow in the order they first appear among the picks (destination by destination, each destination's
-picks by position), which is what DGL's ``to_block`` does. The relabelling is a serial pass (numba, the GIL
-released) over a scratch map of one int32 per vertex of the graph, reset after each use, so it costs the picks
-and not the graph. Each block (``sylvie.models.block.Block``) carries ``src_ids`` and ``dst_ids`` (graph ids), the
-degrees GCN normalises by (``out_degree``, ``in_degree``, of the sampled block itself) and its out-edges
-(``Block.transpose``, which the backward walks), built here in the sampling thread rather than by the model's.
-
-A typed graph's hop is a ``TypedBlock``: each node type's sources are its destinations (its frontier) first, then
-the vertices of that type the hop picked through any relation, relabelled in one pass in relation order; each
-relation's block has its destination type's frontier as destinations and its source type's sources as sources.
+"""A hop's picks as the block (MFG) the models take, sources relabelled to block-local ids as DGL's ``to_block`` does:
+each node type's sources are its destinations (the hop's frontier, in order), then the vertices of that type the hop
+picked, in order of first appearance. Each relation's block carries its graph ids, its own degrees (GCN normalises a
+sampled block by them) and its out-edges, built in the sampling thread rather than in the model's backward.
 """
+# Picks are read relation by relation, destination by destination. The relabelling is a serial numba pass (the GIL
+# released) over a scratch map of one int32 per vertex, reset after each use, so it costs the picks, not the graph.
 from __future__ import annotations
 
 import numpy as np
@@ -20,7 +13,7 @@ from numba import njit
 
 from sylvie.graph_types import GraphTypes
 from sylvie.models.block import Block
-from sylvie.models.typed_block import TypedBlock
+from sylvie.models.relation_block import RelationBlock
 
 
 @njit(cache=True, nogil=True)
@@ -50,25 +43,9 @@ def new_slot_map(num_nodes: int) -> np.ndarray:
     return np.full(num_nodes, -1, dtype=np.int32)
 
 
-def sampled_block(frontier: np.ndarray, offsets: np.ndarray, picked: np.ndarray, slot: np.ndarray) -> Block:
-    """The block whose destinations are ``frontier`` and whose in-edges are the picks (``pick_neighbors``'s
-    ``offsets``/``picked``); its sources (``src_ids``) are the next hop's frontier."""
-    frontier = np.ascontiguousarray(frontier, dtype=np.int64)
-    src_nodes = np.empty(frontier.shape[0] + picked.shape[0], dtype=np.int64)
-    local_src = np.empty(picked.shape[0], dtype=np.int32)  # block-local ids: num_src < 2**31
-    num_src = int(_relabel(frontier, picked, slot, src_nodes, local_src))
-    src_nodes = src_nodes[:num_src]
-    block = Block(torch.from_numpy(np.asarray(offsets, np.int64)), torch.from_numpy(local_src), num_src,
-                  in_degree=torch.from_numpy(np.diff(offsets)),
-                  out_degree=torch.from_numpy(np.bincount(local_src, minlength=num_src)),
-                  src_ids=torch.from_numpy(src_nodes), dst_ids=torch.from_numpy(frontier))
-    block.transpose(edges=True)  # every model's backward: GAT's takes the edges too
-    return block
-
-
-def sampled_typed_block(types: GraphTypes, frontiers: list[np.ndarray], picks: list[tuple[np.ndarray, np.ndarray]],
-                        slot: np.ndarray) -> TypedBlock:
-    """The typed block whose destinations of type t are ``frontiers[t]`` and whose relation r's in-edges are
+def sampled_block(types: GraphTypes, frontiers: list[np.ndarray], picks: list[tuple[np.ndarray, np.ndarray]],
+                  slot: np.ndarray) -> Block:
+    """The block whose destinations of type t are ``frontiers[t]`` and whose relation r's in-edges are
     ``picks[r]`` (``pick_neighbors``'s ``offsets``/``picked`` over ``frontiers`` of r's destination type)."""
     num_types, num_rel = len(types.node_types), len(types.relations)
     ends = [types.ends(r) for r in range(num_rel)]
@@ -86,12 +63,12 @@ def sampled_typed_block(types: GraphTypes, frontiers: list[np.ndarray], picks: l
     blocks = []
     for r, (s, d) in enumerate(ends):
         offsets, n_src = np.asarray(picks[r][0], np.int64), src_ids[s].shape[0]
-        block = Block(torch.from_numpy(offsets), torch.from_numpy(local[r]), n_src,
+        block = RelationBlock(torch.from_numpy(offsets), torch.from_numpy(local[r]), n_src,
                       in_degree=torch.from_numpy(np.diff(offsets)),
                       out_degree=torch.from_numpy(np.bincount(local[r], minlength=n_src)),
                       src_ids=torch.from_numpy(src_ids[s]),
                       dst_ids=torch.from_numpy(np.asarray(frontiers[d], np.int64)), dst_in_src=s == d)
         block.transpose(edges=True)  # every model's backward: GAT's takes the edges too
         blocks.append(block)
-    return TypedBlock(types, tuple(len(f) for f in frontiers), tuple(len(x) for x in src_ids), tuple(blocks),
+    return Block(types, tuple(len(f) for f in frontiers), tuple(len(x) for x in src_ids), tuple(blocks),
                       src_ids=tuple(torch.from_numpy(x) for x in src_ids))

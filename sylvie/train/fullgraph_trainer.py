@@ -1,20 +1,13 @@
-"""Full-graph, partition-parallel training: one rank per partition.
-
-Each rank holds its inner rows and, per layer, receives its halo rows from their owners: exact (fp32,
-synchronous) by default, quantized with ``comm.bits``, pipelined with ``comm.pipeline`` under the Bounded
-Staleness Adaptor. The loss is the sum of per-node cross-entropy over the rank's training nodes divided by
-the *global* number of training nodes, so the all-reduced (summed) weight gradients equal those of the
-whole-graph mean loss.
-
-With ``train.boundary_sampling`` p < 1 (BNS-GCN) every epoch trains on the partition less the halo rows that
-epoch's sample drops (``sylvie.comm.boundary_sampling``), and its halo exchanges carry only the kept rows; the loss
-is still over every training node. Evaluation uses the whole partition.
-
-A typed graph (or any graph, with ``model.arch`` rgcn or rgat) trains the typed model (``sylvie.models.typed_gnn``)
-on the rank's typed part (``sylvie.runtime.typed_rank_graph``): the same exchange, its rows split by node type. The
-embedding tables of the types without features are partitioned with their nodes: their gradients are not summed
-over the ranks, and the weights a model file or a checkpoint keeps hold them whole (``runtime.partitioned_rows``).
+"""Full-graph, partition-parallel training: one rank per partition, holding its inner rows and receiving its halo rows
+per layer from their owners (fp32 and synchronous by default, quantized with ``comm.bits``, pipelined with
+``comm.pipeline`` under the Bounded Staleness Adaptor). Each rank's loss over its training nodes is divided by the
+*global* number of training nodes, so the summed weight gradients equal those of the whole-graph mean loss.
 """
+# With ``train.boundary_sampling`` p < 1 (BNS-GCN) every epoch trains on the partition less the halo rows that epoch's
+# sample drops (``sylvie.comm.boundary_sampling``), and its halo exchanges carry only the kept rows; the loss is still
+# over every training node, and evaluation uses the whole partition. The embedding tables of a typed graph's node types
+# without features are partitioned with their nodes: their gradients are not summed over the ranks, and a model file or
+# a checkpoint holds them whole (``runtime.partitioned_rows``).
 from __future__ import annotations
 
 import copy
@@ -29,14 +22,13 @@ from sylvie.comm.staleness import BoundedStalenessAdaptor
 from sylvie.comm.stats import CommStats
 from sylvie.config import check_boundary_sampling
 from sylvie.formats.epoch_record import NOT_EVALUATED, EpochRecord, HaloEpoch, PlannedEpoch
-from sylvie.models import build_model
-from sylvie.models.registry import self_loop_edges
-from sylvie.models.typed_gnn import TYPED_ARCHS, build_typed_model
+from sylvie.models.gnn import build_model
+from sylvie.models.registry import needs_global_out_degrees, self_loop_edges
 from sylvie.partition.shard_format import Shard
 from sylvie.runtime.partitioned_rows import PartitionedWeights
 from sylvie.runtime.process_group import Context
 from sylvie.runtime.rank_graph import RankGraph, accuracies
-from sylvie.runtime.typed_rank_graph import TypedRankGraph, check_typed, embedding_ids, partitioned_embeddings
+from sylvie.runtime.type_rows import partitioned_embeddings
 from sylvie.train.log_line import format_epoch
 from sylvie.train.optimiser import Optimiser
 from sylvie.train.rank_times import minor_faults, rank_times, rank_times_slots
@@ -52,9 +44,7 @@ class FullGraphTrainer:
         check_boundary_sampling(train, comm, "sylvie train")
         self.ctx, self.train_cfg, self.comm, self.seed = ctx, train, comm, seed
         dev = ctx.device
-        self.typed = model.arch in TYPED_ARCHS
-        check_typed(shard, model, train)
-        self.graph = TypedRankGraph(ctx, shard) if self.typed else RankGraph(ctx, shard, self_loop_edges(model))
+        self.graph = RankGraph(ctx, shard, self_loop_edges(model), needs_global_out_degrees(model))
         self.halo = HaloExchange(self.graph.plan, CommStats(), comm.bits, seed, ctx.rank, pipelined=comm.pipeline,
                                  smoothing=comm.smoothing)
         self.adaptor = self._adaptor(start=0)
@@ -65,17 +55,11 @@ class FullGraphTrainer:
         self.train_idx = self.graph.masks["train"].nonzero().squeeze(1)
         self.num_train_global = shard.num_train_global
         torch.manual_seed(seed)  # identical initial weights on every rank
-        partitioned = {}  # rank-local weights (a typed model's embedding rows): their rows' ids, the whole's rows
-        if self.typed:
-            ids = embedding_ids(shard, self.graph.rows)
-            self.model = build_typed_model(model, self.graph.types, self.graph.feature_widths, shard.num_classes,
-                                           ids, seed).to(dev)
-            self.model_halo = self.graph.halo(self.halo, model.layers)
-            partitioned = partitioned_embeddings(shard, ids, dev)
-        else:
-            self.model = build_model(model, shard.feat.shape[1], shard.num_classes).to(dev)
-            self.model_halo = self.halo
-        self.weights_of = PartitionedWeights(self.model, partitioned)
+        ids = self.graph.rows.embedding_ids(shard)  # rank-local weights: the embedding rows of this rank's nodes
+        self.model = build_model(model, self.graph.feature_widths, shard.num_classes, types=self.graph.types,
+                                 embedding_rows=ids, seed=seed).to(dev)
+        self.whole_halo = self.model_halo = self.graph.halo(self.halo, model.layers)
+        self.weights_of = PartitionedWeights(self.model, partitioned_embeddings(shard, ids, dev))
         self.opt = Optimiser(self.model.parameters(), train)
         self.step = ModelStep(self.model, self.opt, seed, ctx.world, ctx.rank)
 
@@ -104,8 +88,9 @@ class FullGraphTrainer:
         t0 = time.perf_counter()
         sample = self.sampler.sample(epoch)
         ahead = self.sampler.sample(epoch + 1).plan if keep else None
-        whole = sample.every_halo_row or self.typed  # (a typed graph trains without boundary-node sampling)
+        whole = sample.every_halo_row
         block, x = (self.graph.block, self.graph.x) if whole else self.graph.subgraph(sample.halo_kept)
+        self.model_halo = self.whole_halo.sampled(sample.halo_kept, whole)
         self.sample_seconds = time.perf_counter() - t0  # what sampling costs the epoch (recorded as sample_time)
         self.halo.begin_round(epoch, fresh=fresh, keep=keep, plan=sample.plan, next_plan=ahead)
         return block, x

@@ -12,20 +12,21 @@ from sylvie.formats.partition_manifest import graph_layout
 from sylvie.graph_types import GraphTypes
 from sylvie.memory_budget import check_fits, gigabytes
 from sylvie.models.gnn import build_model
-from sylvie.models.typed_gnn import TYPED_ARCHS, build_typed_model
+from sylvie.models.registry import hidden_width
 
 
 def parameter_count(model, in_feats: int, num_classes: int, manifest: dict | None = None, rank: int = 0) -> int:
-    """The parameters of the model the config's ``model`` section builds, counted without allocating them; a typed
-    model's on ``rank`` of the partition of ``manifest`` (its rows of the embedding tables)."""
-    if model.arch not in TYPED_ARCHS:
+    """The parameters of the model the config's ``model`` section builds, counted without allocating them, on
+    ``rank`` of the partition of ``manifest`` (its rows of the embedding tables; no manifest: a homogeneous graph of
+    ``in_feats`` features)."""
+    if manifest is None:
         with torch.device("meta"):
             return sum(p.numel() for p in build_model(model, in_feats, num_classes).parameters())
     layout = graph_layout(manifest)
     widths = layout["feature_widths"]
     with torch.device("meta"):
-        typed = build_typed_model(model, GraphTypes.from_json(layout["types"], "the partition's manifest"), widths,
-                                  num_classes, [0] * len(widths))
+        typed = build_model(model, widths, num_classes, embedding_rows=[0] * len(widths),
+                            types=GraphTypes.from_json(layout["types"], "the partition's manifest"))
     part = manifest["parts"][min(rank, len(manifest["parts"]) - 1)]
     rows = part.get("type_counts", [part["inner_nodes"]])
     width = model.embedding_width or max([w for w in widths if w is not None] or [model.hidden])
@@ -36,16 +37,14 @@ def parameter_count(model, in_feats: int, num_classes: int, manifest: dict | Non
 def output_bytes(model, in_feats: int, num_classes: int, rows: int) -> int:
     """A lower bound of the layer outputs' share of a rank's peak: ``rows`` rows of the input and of every layer's
     output, float32, which the backward pass needs at once."""
-    heads = model.heads if model.arch in ("gat", "rgat") else 1
-    return rows * (in_feats + model.hidden * heads * (model.layers - 1) + num_classes) * 4
+    return rows * (in_feats + hidden_width(model) * (model.layers - 1) + num_classes) * 4
 
 
 def check_training_fits(model, manifest: dict, rank: int, sampled: bool, device: str = "cpu") -> None:
-    """Refuse the run on this rank when the lower bound of its memory (the parameters with their gradients and
-    Adam's two moments, float32; a full-graph rank also its part's inner and halo rows' layer outputs), times the
-    ranks sharing the memory, exceeds what is available: this machine's memory, or on a GPU (``device``, the train
-    section's) that GPU's free memory. The layer outputs are checked first: they need no model built (a model of a
-    million layers takes long to build, even without its weights)."""
+    """Refuse the run on this rank when the lower bound of its memory (the parameters with their gradients and Adam's
+    two moments, float32; a full-graph rank also its part's inner and halo rows' layer outputs), times the ranks sharing
+    the memory, exceeds what is available: this machine's memory, or on a GPU (``device``) that GPU's free memory. The
+    layer outputs are checked first, as they need no model built (a very deep model takes long to build)."""
     part = manifest["parts"][min(rank, len(manifest["parts"]) - 1)]
     rows = 0 if sampled else part["inner_nodes"] + part["halo_nodes"]
     in_feats, classes = manifest["num_features"], manifest["num_classes"]

@@ -17,7 +17,6 @@ from sylvie.formats.partition_manifest import graph_layout, read_manifest
 from sylvie.formats.run_failure import clear_run_failure
 from sylvie.formats.vip_file import read_vip
 from sylvie.graph_types import GraphTypes
-from sylvie.models.typed_gnn import TYPED_ARCHS
 from sylvie.output_dir import RUN, check_replaceable
 from sylvie.partition.shard_reader import read_shard, read_topology
 from sylvie.runtime.freed_memory import release_free_memory
@@ -39,19 +38,19 @@ class TrainingRun:
     """Training ``job`` on this rank, from its checked inputs to rank 0's ``model.pt`` and ``metrics.jsonl`` in
     ``job.out_dir``; every rank runs one. Constructing it checks the job's inputs before any rank waits for another;
     entering it holds, in one ``ExitStack``, what the run holds until it ends: the peer watchdog, rank 0's lock on
-    ``out_dir/train.lock``, the process group, the trainer (``build_trainer``), rank 0's TensorBoard writer and the
-    run loop (``EpochLoop``, which resumes). Its driver (``run_training``, and ``sylvie train``'s handler)::
-
-        with TrainingRun(job) as run:
-            for epoch in run.loop:
-                run.loop.end_epoch(run.trainer.epoch(epoch, evaluate=run.loop.evaluates(epoch)))
-            summary = run.finish()
-
-    Checkpoints go to ``out_dir/checkpoints/last.pt`` every ``checkpoint_every`` epochs; a restart of the same run
-    resumes from there. Training that diverges (a non-finite loss, or a loss that stays above ``divergence_factor`` x
-    the first epoch's) stops on every rank at the same epoch; rank 0 then writes ``failed.json`` and
-    ``metrics.jsonl`` of the epochs run, no ``model.pt``.
-    """
+    ``out_dir/train.lock``, the process group, the trainer (``build_trainer``), rank 0's TensorBoard writer and the run
+    loop (``EpochLoop``, which resumes)."""
+    # Its driver (``run_training``, and ``sylvie train``'s handler):
+    #
+    #     with TrainingRun(job) as run:
+    #         for epoch in run.loop:
+    #             run.loop.end_epoch(run.trainer.epoch(epoch, evaluate=run.loop.evaluates(epoch)))
+    #         summary = run.finish()
+    #
+    # Checkpoints go to ``out_dir/checkpoints/last.pt`` every ``checkpoint_every`` epochs; a restart of the same run
+    # resumes from there. Training that diverges (a non-finite loss, or a loss that stays above ``divergence_factor`` x
+    # the first epoch's) stops on every rank at the same epoch; rank 0 then writes ``failed.json`` and ``metrics.jsonl``
+    # of the epochs run, no ``model.pt``.
 
     def __init__(self, job: TrainingJob):
         check_run(job.model, job.train, job.comm, job.sampling, where="sylvie train options")
@@ -110,7 +109,7 @@ class TrainingRun:
         save_model(job.out_dir / "model.pt", ModelFile(
             weights=best.weights, **{f"{k}_cfg": v for k, v in configs.items()}, in_feats=manifest["num_features"],
             num_classes=manifest["num_classes"], dataset_fingerprint=manifest["dataset_fingerprint"],
-            summary=summary, graph_types=graph_layout(manifest) if job.model.arch in TYPED_ARCHS else None))
+            summary=summary, graph_types=graph_layout(manifest)))
         write_metrics(job.out_dir, trained.records)
         clear_run_failure(job.out_dir)  # an earlier attempt's record: this run finished
         log_info(f"{kept_line(best)}; wrote {job.out_dir / 'model.pt'}")

@@ -1,24 +1,21 @@
-"""Sampled minibatch training on partitioned features (SALIENT++): one rank per part.
-
-Every rank holds the whole topology (memory-mapped) and its own part's feature rows. Each iteration, every rank
-samples a minibatch of its own training vertices (``sampling/neighbor_sampler.py``) and gathers the rows of its input
-vertices: its own, from its cache of remote rows (chosen at start-up by ``cache.policy`` within ``cache.alpha``),
-or from their owners (an all-to-all of ids, then of rows at ``sampling.remote_bits``). Sampling and fetching run
-``sampling.prefetch`` minibatches ahead in the sampling thread (``sampling/pipeline.py``), which also sends each
-minibatch to the training device in one copy (``train/sampled_batches.py``). All ranks run the same
-number of iterations per epoch; the weight gradients are summed over the ranks, each rank's loss divided by the
-iteration's global number of seeds, so a step follows the gradient of the mean loss over all ranks' seeds.
-Validation and test use full neighbourhoods (``RankGraph``), in fp32.
-
-Where a row comes from changes nothing but the time: with fp32 remote rows, any cache gives the same losses.
-
-A typed graph (and any graph with ``model.arch`` rgcn or rgat) samples per relation (``sampling.fanouts`` resolved
-per relation, ``sylvie.sampling.fanouts``) into typed blocks, seeds of the target type; its rows live in one feature
-store per node type (``TypedRankFeatures``), the cache's budget in bytes across types by one ranking (score per
-byte); validation and test run on the rank's typed part (``TypedRankGraph``). A node type without features learns an
-embedding table partitioned with its nodes: a step pulls its input rows from their owners and pushes their gradients
-back (``EmbeddingRows``), in the main thread; its rows are never cached. A homogeneous graph is the case of one type.
+"""Sampled minibatch training on partitioned features (SALIENT++): one rank per part, each holding the whole topology
+(memory-mapped) and its own part's feature rows. A step samples a minibatch of the rank's training vertices and
+gathers its input rows (its own, cached, or from their owners), prepared ahead in the sampling thread; gradients are
+summed over the ranks, each loss divided by the step's global number of seeds, so a step follows the mean loss over
+all seeds.
 """
+# Sampling: ``sampling/neighbor_sampler.py``; the remote-row cache is chosen at start-up by ``cache.policy`` within
+# ``cache.alpha``; uncached rows come as an all-to-all of ids, then of rows at ``sampling.remote_bits``. The sampling
+# thread (``sampling/pipeline.py``) runs ``sampling.prefetch`` minibatches ahead and sends each to the training device
+# in one copy (``train/sampled_batches.py``). All ranks run the same number of iterations per epoch. Validation and test
+# use full neighbourhoods on the rank's part (``RankGraph``), in fp32. Where a row comes from changes nothing but the
+# time: with fp32 remote rows, any cache gives the same losses.
+#
+# A typed graph samples per relation (``sylvie.sampling.fanouts``), seeds of the target type; its rows live in one
+# feature store per node type (``TypedRankFeatures``), the cache's budget in bytes shared across types by one ranking
+# (score per byte). A node type without features learns an embedding table partitioned with its nodes: a step pulls its
+# input rows from their owners and pushes their gradients back (``EmbeddingRows``), in the main thread; its rows are
+# never cached. A homogeneous graph is the case of one type.
 from __future__ import annotations
 
 import copy
@@ -37,14 +34,13 @@ from sylvie.features.embedding_rows import EmbeddingRows
 from sylvie.features.typed_features import TypedRankFeatures, TypeSpaces
 from sylvie.formats.epoch_record import NOT_EVALUATED, BatchEpoch, EpochRecord
 from sylvie.graph_types import GraphTypes
-from sylvie.models import build_model
-from sylvie.models.registry import self_loop_edges
-from sylvie.models.typed_gnn import TYPED_ARCHS, build_typed_model
+from sylvie.models.gnn import build_model
+from sylvie.models.registry import needs_global_out_degrees, self_loop_edges
 from sylvie.partition.shard_format import Shard, Topology
 from sylvie.runtime.partitioned_rows import PartitionedWeights
 from sylvie.runtime.process_group import Context, sum_over_ranks
 from sylvie.runtime.rank_graph import RankGraph, accuracies
-from sylvie.runtime.typed_rank_graph import TypedRankGraph, check_typed, embedding_ids, partitioned_embeddings
+from sylvie.runtime.type_rows import partitioned_embeddings
 from sylvie.sampling.batch_transfer import BatchTransfer, wait
 from sylvie.sampling.fanouts import resolve_fanouts
 from sylvie.sampling.neighbor_sampler import (
@@ -81,12 +77,10 @@ class SampledTrainer:
         rank, world = ctx.rank, ctx.world
         offsets = np.asarray(topology.part_offsets, np.int64)
         self.first_id = int(offsets[rank])
-        self.typed = model.arch in TYPED_ARCHS
-        check_typed(shard, model, train)
         type_feat = list(shard.type_feat) if shard.typed else [shard.feat]
         fanouts = check_sampled_graph(topology.types, sampling)
         # full-neighbourhood evaluation
-        self.graph = TypedRankGraph(ctx, shard) if self.typed else RankGraph(ctx, shard, self_loop_edges(model))
+        self.graph = RankGraph(ctx, shard, self_loop_edges(model), needs_global_out_degrees(model))
         train_ids = self.first_id + np.flatnonzero(shard.train)
         counts = torch.zeros(world, dtype=torch.float64)
         counts[rank] = len(train_ids)
@@ -98,9 +92,8 @@ class SampledTrainer:
         self.iterations = iterations_per_epoch(counts, sampling.batch_size)
         self.global_batch = np.sum([batch_sizes(int(c), self.iterations) for c in counts], axis=0)
         self.sampler = NeighborSampler(topology.in_indptr, topology.in_src, fanouts, train_ids, self.iterations,
-                                       seed, rank, self_loop=self_loop_edges(model) and not self.typed,
-                                       types=topology.types, in_relation=topology.in_relation,
-                                       typed_blocks=self.typed)
+                                       seed, rank, self_loop=self_loop_edges(model), types=topology.types,
+                                       in_relation=topology.in_relation)
         # the sampling thread's collectives get a process group of their own, with the run's bound on waits
         group = dist.new_group(backend="gloo", timeout=timedelta(seconds=timeout)) \
             if dist.is_initialized() and world > 1 else None
@@ -113,7 +106,8 @@ class SampledTrainer:
         widths = np.array([0 if f is None else f.shape[1] * f.itemsize for f in type_feat], np.int64)
         try:
             t0 = time.perf_counter()
-            cached = self._select_cache(topology, offsets, train_ids, vip, widths[node_type] if self.typed else None)
+            # several node types: a budget in bytes (their rows' widths differ); one type: in rows
+            cached = self._select_cache(topology, offsets, train_ids, vip, widths[node_type] if num_types > 1 else None)
             order = [spaces.own_ids(rank, t) for t in range(num_types)]
             if vip is not None:  # hottest first
                 order = [hottest_first(vip, ids) for ids in order]
@@ -134,17 +128,13 @@ class SampledTrainer:
         self.preparer = BatchPreparer(self.sampler, self.features, self.labels, self.first_id,
                                       BatchTransfer(ctx.device, sampling.prefetch + 2))
         torch.manual_seed(seed)  # identical initial weights on every rank
-        partitioned, self.embedded = {}, {}
-        if self.typed:  # a type without features: an embedding table partitioned with its nodes, pulled and pushed
-            ids = embedding_ids(shard, self.graph.rows)
-            self.model = build_typed_model(model, topology.types, self.graph.feature_widths, shard.num_classes, ids,
-                                           seed).to(ctx.device)
-            partitioned = partitioned_embeddings(shard, ids, ctx.device)
-            self.embedded = {t: EmbeddingRows(rank, spaces.offsets[t], self.model.embeddings[str(t)].weight)
-                             for t in range(num_types) if ids[t] is not None}
-        else:
-            self.model = build_model(model, shard.feat.shape[1], shard.num_classes).to(ctx.device)
-        self.weights_of = PartitionedWeights(self.model, partitioned)
+        ids = self.graph.rows.embedding_ids(shard)  # a type without features: a table partitioned with its nodes
+        self.model = build_model(model, self.graph.feature_widths, shard.num_classes, types=topology.types,
+                                 embedding_rows=ids, seed=seed).to(ctx.device)
+        # the embedding rows a step needs are pulled from their owners, their gradients pushed back
+        self.embedded = {t: EmbeddingRows(rank, spaces.offsets[t], self.model.embeddings[str(t)].weight)
+                         for t in range(num_types) if ids[t] is not None}
+        self.weights_of = PartitionedWeights(self.model, partitioned_embeddings(shard, ids, ctx.device))
         self.spaces = spaces
         self.opt = Optimiser(self.model.parameters(), train)
         self.step = ModelStep(self.model, self.opt, seed, world, rank)
@@ -183,7 +173,7 @@ class SampledTrainer:
 
         def forward():
             xs = [pulled[t][1] if t in pulled else x for t, x in enumerate(batch.x)]
-            return self.model(batch.blocks, xs if self.typed else xs[0]), batch.labels
+            return self.model(batch.blocks, xs), batch.labels
 
         def push():  # the pulled rows' gradients to their owners, into their tables' gradients
             for t, (ids, rows) in pulled.items():
