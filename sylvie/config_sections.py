@@ -1,12 +1,12 @@
-"""The sections of a run's configuration as checked-in typed classes: each knob with its Python type, its default,
-its one-line description and its bounds in place, so that an editor follows ``run.train.lr`` to its field.
-
-The schema (``sylvie/schema/config.schema.yaml``) validates a config, carries what JSON Schema says beyond one knob
-(the items of a list, presets, ``oneOf``) and defines the CLI flags; ``tests/test_config_schema.py`` keeps every
-field here equal to its knob there (type, enum, default, description, bounds, ``resumable``). A rule between knobs
-of one section is the section's ``__post_init__``; a rule between sections is a function of ``sylvie.config``
-(``check_run``). Build a section with ``sylvie.config.section``, which validates the values and applies presets.
+"""The sections of a run's configuration as checked-in typed classes: each knob with its Python type, default, one-line
+description and bounds in place, so that an editor follows ``run.train.lr`` to its field.
+``tests/test_config_schema.py`` keeps every field equal to its knob in the schema
+(``sylvie/schema/config.schema.yaml``), which validates a config and defines the CLI flags. Build a section with
+``sylvie.config.section``, which validates the values and applies presets.
 """
+# The schema also carries what JSON Schema says beyond one knob (the items of a list, presets, ``oneOf``); the test
+# compares type, enum, default, description, bounds and ``resumable``. A rule between knobs of one section is the
+# section's ``__post_init__``; a rule between sections is a function of ``sylvie.config`` (``check_run``).
 from __future__ import annotations
 
 import copy

@@ -1,29 +1,20 @@
-"""A rank's feature rows in tiers (PyTorch-Direct with SALIENT++'s order): its own rows hottest first, then its
-cached remote rows, one table; rows of other ranks that are not cached come from their owners (``RankFeatures``).
-``TieredRows`` is the feature store of SALIENT++ and PyTorch-Direct, named for what it is: one table of rows, split in
-tiers (not PyG's ``FeatureStore``, an abstract key-value interface to tensors).
-
-Tiers, fastest first:
-- device: the first ``gpu_fraction`` of the rows, resident in GPU memory (an ``index_select`` there);
-- host: the rest, in host memory. With a GPU and ``zero_copy`` (auto or on) that memory is page-locked and mapped
-  into the GPU's address space, and GPU threads read the rows straight from it (``gather_cuda``, 128-byte-aligned
-  warp reads): no CPU gather, no staging buffer. The table is a pinned *copy*, allocated pinned when the rank
-  builds it (it already copies the shard's memory-mapped rows into VIP order there), rather than the shard's
-  memory-mapped file registered in place: those pages are file-backed and read-only, the VIP order is not the
-  file's, and pinning a file mapping would lock the whole file. With ``zero_copy`` off (or no GPU) the host tier is
-  gathered by the CPU in parallel (``gather_cpu``; the rank allocates that table on huge pages, ``host_memory``)
-  and, with a GPU, copied over from a pinned staging buffer (the conventional path).
-
-``gather_into(slots, out, at)`` writes the rows of table positions ``slots`` to rows ``at`` of ``out`` on the
-training device, bitwise the same whatever the tiers; bytes served per tier are counted. On a GPU the gather runs on
-a CUDA stream of its own and is complete when it returns (the sampling thread calls it, so it overlaps the training
-step on the default stream).
-
-A sampled minibatch's rows take the store's tiers apart (``features.batch_rows``): ``served_by`` says which of its
-rows each way serves; the CPU gathers its share into the minibatch's host buffer (``gather_into`` with a host
-``out``), and after the buffer's one copy the GPU gathers the rest on the caller's stream (``gather_resident``,
-``gather_mapped``), without waiting.
+"""A rank's feature rows in tiers, one table (PyTorch-Direct's store, in SALIENT++'s order): its own rows hottest first,
+then its cached remote rows; the uncached rows of other ranks come from their owners (``RankFeatures``).
+``gather_into`` writes rows of the table to the training device, bitwise the same whichever tier serves them, and
+counts the bytes each tier serves.
 """
+# Tiers, fastest first: device, the first ``gpu_fraction`` of the rows in GPU memory (an ``index_select`` there); host,
+# the rest. With a GPU and ``zero_copy`` the host table is page-locked and mapped into the GPU's address space, and GPU
+# threads read its rows (``gather_cuda``, 128-byte-aligned warp reads): no CPU gather, no staging buffer. It is a pinned
+# copy (the rank already copies the shard's rows into VIP order), not the shard's memory-mapped file registered in
+# place: those pages are file-backed and read-only, the VIP order is not the file's, and pinning a file mapping locks
+# the whole file. Without ``zero_copy`` (or a GPU) the CPU gathers the host tier (``gather_cpu``, the table on huge
+# pages) and, with a GPU, copies it over from a pinned staging buffer. On a GPU the gather runs on a stream of its own
+# and is complete when it returns (the sampling thread calls it, beside the training step).
+#
+# A sampled minibatch splits its rows by tier (``features.batch_rows``, ``served_by``): the CPU gathers its share into
+# the minibatch's host buffer, and after the buffer's one copy the GPU gathers the rest on the caller's stream
+# (``gather_resident``, ``gather_mapped``), without waiting.
 from __future__ import annotations
 
 import numpy as np

@@ -1,15 +1,12 @@
-"""Checkpoints: saved every N epochs by rank 0, resumed by every rank when the same run restarts.
-
-A checkpoint carries the identity of its run: everything that shapes the training trajectory (model,
-optimiser and exchange settings, seed, and the partition: dataset, method, seed and every shard's checksum).
-It is resumed only when that identity matches and its epoch lies before the configured end; otherwise the
-run starts afresh and says why.
-
-A checkpoint carries a checksum of its content (``sylvie.formats.checksum``). One that cannot be read, or whose
-checksum does not match, is damaged: it is refused, naming it (delete it to start the run over; only the latest
-checkpoint is kept), never resumed nor written over. One written before checkpoints carried a checksum is resumed
-as before, unchecked, and the run says so: refusing it would throw its epochs away on no sign of damage.
+"""Checkpoints: saved every N epochs by rank 0, resumed by every rank when the same run restarts. A checkpoint carries
+its run's identity (what shapes the trajectory: model, optimiser and exchange settings, seed, and the partition with
+every shard's checksum) and a checksum of its content; it is resumed only when the identity matches and its epoch lies
+before the end, and a damaged one is refused by name, never resumed nor written over.
 """
+# A checkpoint of another identity is not resumed: the run starts afresh and says why. A damaged one (unreadable, or its
+# checksum, ``sylvie.formats.checksum``, does not match) is left for the user to delete to start the run over; only the
+# latest checkpoint is kept. One written before checkpoints carried a checksum is resumed as before, unchecked, and the
+# run says so: refusing it would throw its epochs away on no sign of damage.
 from __future__ import annotations
 
 from pathlib import Path

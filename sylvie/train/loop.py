@@ -1,16 +1,15 @@
 """The run loop both trainers run under (``EpochLoop``): resume, then per epoch train (``trainer.epoch``), keep the
 best-validation weights, log, check for divergence, checkpoint. It sees a trainer only through the protocol
-(``train/protocol.py``) and its records only as ``EpochRecord``; it writes nothing but the checkpoint and, when
-training diverges, ``failed.json`` with the epochs run (rank 0).
-
-Its driver calls ``trainer.epoch`` itself, between the loop's steps, so that no frame of the loop's lies between
-the run and the trainer (``train/protocol.py``: the run's story in four calls)::
-
-    with EpochLoop(trainer, rank, out_dir, train, identity) as loop:
-        for epoch in loop:
-            loop.end_epoch(trainer.epoch(epoch, evaluate=loop.evaluates(epoch)))
-    trained = loop.trained()
+(``train/protocol.py``) and its records only as ``EpochRecord``, and writes only the checkpoint and, when training
+diverges, ``failed.json`` (rank 0). Its driver calls ``trainer.epoch`` itself, so that no frame of the loop's lies
+between the run and the trainer.
 """
+# The driver (``train/protocol.py``: the run's story in four calls):
+#
+#     with EpochLoop(trainer, rank, out_dir, train, identity) as loop:
+#         for epoch in loop:
+#             loop.end_epoch(trainer.epoch(epoch, evaluate=loop.evaluates(epoch)))
+#     trained = loop.trained()
 from __future__ import annotations
 
 import logging

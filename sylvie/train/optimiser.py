@@ -1,12 +1,11 @@
-"""The optimiser and learning-rate schedule both trainers step: ``torch.optim`` and ``torch.optim.lr_scheduler`` by
-name and keyword arguments from the config's train section (Adam at ``train.lr`` with ``train.weight_decay`` the
-default), with an optional linear warm-up before the schedule. The schedule steps once per epoch (Lightning's
-default interval), after the epoch's optimiser steps; a checkpoint holds both states, so a run resumed mid-way
-through a schedule continues it exactly.
-
-``check_optimiser`` builds both once on a stand-in parameter, so that a wrong name or argument fails at start-up
-naming the train knob, before any rank waits for another.
+"""The optimiser and learning-rate schedule both trainers step: ``torch.optim`` and ``torch.optim.lr_scheduler`` by name
+and keyword arguments from the config's train section (Adam at ``train.lr`` by default), with an optional linear
+warm-up. The schedule steps once per epoch, after the epoch's optimiser steps, and a checkpoint holds both states, so a
+resumed run continues its schedule exactly. ``check_optimiser`` builds both at start-up, so a wrong name fails early.
 """
+# Once per epoch is Lightning's default interval. ``check_optimiser`` builds both on a stand-in parameter, so that a
+# wrong name or argument fails naming the train knob, before any rank waits for another; ``train.weight_decay`` is the
+# default optimiser's weight decay.
 from __future__ import annotations
 
 import inspect

@@ -1,9 +1,7 @@
-"""An exclusive lock on a run directory for the whole training run.
-
-``flock`` on ``<run>/train.lock``, taken without waiting: a second training on the same directory fails at
-once and names the holder (host, pid, since when, written into the file). The kernel releases the lock
-when its holder dies, however it dies, so a lock left by a dead run is simply taken over. The file is
-never removed (removing it would let two runs lock two different files of the same name).
+"""An exclusive lock on a run directory for the whole training run: ``flock`` on ``<run>/train.lock``, taken without
+waiting, so that a second training on the same directory fails at once naming the holder (host, pid, since when). The
+kernel releases the lock when its holder dies, so a dead run's lock is simply taken over; the file is never removed,
+which would let two runs lock two files of the same name.
 """
 from __future__ import annotations
 

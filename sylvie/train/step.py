@@ -1,9 +1,10 @@
-"""The optimisation step both trainers take (``ModelStep.forward_backward``, then the optimiser's step in the
-trainer's ``train_step``): seed the step's dropout, forward, the summed loss of this rank's targets over the global
-number of targets, backward, the weight gradients summed over the ranks (the loss in the same collective), a stop on
-every rank at once when the loss or the gradients are not finite. And the divergence check the run loop applies to
-the epoch losses of either trainer: training stops when the loss has stayed far above the first epoch's
-(``check_divergence``)."""
+"""The optimisation step both trainers take (``ModelStep.forward_backward``, then the optimiser's step in the trainer's
+``train_step``): seed the step's dropout, forward, this rank's summed loss over the global number of targets, backward,
+the weight gradients summed over the ranks, and a stop on every rank at once when the loss or a gradient is not finite.
+And the run loop's divergence check (``check_divergence``): training stops when the loss stays far above the first
+epoch's.
+"""
+# The loss travels in the gradients' collective. The divergence check applies to the epoch losses of either trainer.
 from __future__ import annotations
 
 import math
@@ -91,9 +92,10 @@ def step_seed(seed: int, step: int, world: int, rank: int) -> int:
 
 
 def seed_generators(seed: int) -> None:
-    """``torch.manual_seed(seed)`` for what a step draws from: the CPU's default generator, and the GPUs' where CUDA
-    is in use. Before CUDA starts, ``torch.manual_seed`` also queues the seed for it (and for every other kind of
-    device torch knows), taking a traceback of the caller each time: 2 ms a step on a CPU rank, for nothing."""
+    """``torch.manual_seed(seed)`` for what a step draws from: the CPU's default generator, and the GPUs' where CUDA is
+    in use. Not ``torch.manual_seed`` itself, which before CUDA starts queues the seed for every kind of device, taking
+    a traceback of the caller each time, a cost every step for nothing
+    (benchmarks/records/2026-11-27_collectives_2core-vm.md)."""
     torch.default_generator.manual_seed(seed)
     if torch.cuda.is_initialized():
         torch.cuda.manual_seed_all(seed)
@@ -111,12 +113,13 @@ class ModelStep:
 
     def forward_backward(self, step: int, epoch: int, forward: Callable[[], tuple[torch.Tensor, torch.Tensor]],
                          num_targets: float, after_backward: Callable[[], None] | None = None) -> float:
-        """Step number ``step`` (of epoch ``epoch``) up to the optimiser's step: ``forward()`` returns the logits of
-        this rank's targets and their labels; the gradient is that of the mean loss over all ranks' ``num_targets``
-        targets. Returns the loss summed over all ranks' targets (the same on every rank); raises
-        ``TrainingDiverged`` when it or a gradient is not finite (on every rank: the numbers are all-reduced), so
-        the optimiser never steps on them. ``after_backward()``: what the step does between the backward pass and
-        the gradients' all-reduce (a sampled rank sends embedding rows' gradients to their owners)."""
+        """Step number ``step`` (of epoch ``epoch``) up to the optimiser's step, with the gradient of the mean loss over
+        all ranks' ``num_targets`` targets (``forward()`` returns this rank's targets' logits and labels); returns the
+        loss summed over all ranks' targets, the same on every rank. Raises ``TrainingDiverged`` on every rank when the
+        loss or a gradient is not finite, so that the optimiser never steps on them."""
+        # Every rank raises together since the numbers are all-reduced. ``after_backward()``: what the step does between
+        # the backward pass and the gradients' all-reduce (a sampled rank sends embedding rows' gradients to their
+        # owners).
         seed_generators(step_seed(self.seed, step, self.world, self.rank))
         self.model.train()
         self.opt.zero_grad()
