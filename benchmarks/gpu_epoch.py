@@ -38,7 +38,7 @@ from common import add_record_option, publish
 
 from sylvie.config import section
 from sylvie.data.registry import load
-from sylvie.features.typed_features import TypedRankFeatures, TypeSpaces
+from sylvie.features.features_by_type import FeaturesByType, TypeSpaces
 from sylvie.models import GNN
 from sylvie.models.blocks import whole_graph_block
 from sylvie.sampling.batch_transfer import BatchTransfer, wait
@@ -240,7 +240,7 @@ def measure_sampled(s: Setting, pyg) -> dict:
 
     ours, ours_opt = s.ours()
     n = s.g.num_nodes  # one rank: every row its own, in id order, the trainer's feature store defaults
-    features = TypedRankFeatures(0, TypeSpaces([0, n], [[n]]), [s.x_host.numpy()], [np.arange(n)],
+    features = FeaturesByType(0, TypeSpaces([0, n], [[n]]), [s.x_host.numpy()], [np.arange(n)],
                                  [np.zeros(0, np.int64)], all_to_all=None, device=dev)
     preparer = BatchPreparer(sampler, features, s.y_host, 0, BatchTransfer(dev, args.prefetch + 2))
     pipeline = SamplingPipeline(args.prefetch, timeout=None)

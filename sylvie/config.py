@@ -118,7 +118,7 @@ def _deep_merge(base: dict, override: dict) -> dict:
 
 @dataclass(frozen=True)
 class Run:
-    """One run of the pipeline: its sections typed (``run.train.epochs``, ``run.comm.bits``)."""
+    """One run of the pipeline: each section its checked-in class (``run.train.epochs``, ``run.comm.bits``)."""
     name: str
     dataset: str
     partition: PartitionConfig
@@ -225,7 +225,7 @@ def resolve_runs(config: dict, where: str = "config") -> dict[str, Run]:
             raise SylvieError(f"{where}: invalid value for 'runs.{name}.dataset': '{dataset}' is not a key of "
                               f"datasets ({', '.join(config['datasets'])}); add it under datasets")
         at = f"{where}: runs.{name}"
-        run = Run(name=name, dataset=dataset,  # each section typed, in the order of SECTIONS
+        run = Run(name=name, dataset=dataset,  # each section its class, in the order of SECTIONS
                   partition=section("partition", merged.get("partition"), where=f"{at}.partition"),
                   model=section("model", merged.get("model"), where=f"{at}.model"),
                   train=section("train", merged.get("train"), where=f"{at}.train"),
@@ -250,14 +250,14 @@ def resolve_runs(config: dict, where: str = "config") -> dict[str, Run]:
 
 
 def dataset_options(config: dict, name: str) -> DatasetConfig:
-    """Options of dataset ``name`` (typed), defaults filled in."""
+    """Options of dataset ``name`` (a ``DatasetConfig``), defaults filled in."""
     config = validate(config)
     if name not in config["datasets"]:
         raise SylvieError(f"config: unknown dataset '{name}'; datasets has {', '.join(config['datasets'])}")
     return section("dataset", config["datasets"][name], where=f"config: datasets.{name}")
 
 
-# ---- typed sections -------------------------------------------------------------------------------
+# ---- section classes ------------------------------------------------------------------------------
 
 @overload
 def section(name: Literal["partition"], values: SectionValues = None, where: str | None = None) -> PartitionConfig: ...
@@ -427,7 +427,7 @@ def section_from_args(args: argparse.Namespace, name: str, skip: _Skip = ()) -> 
 
 
 def section_from_args(args: argparse.Namespace, name: str, skip: tuple[str, ...] = ()) -> Section:
-    """Section ``name`` (typed) from parsed arguments, validated against the schema; ``skip``: knobs that are not
+    """Section ``name`` (its class) from parsed arguments, validated against the schema; ``skip``: knobs that are not
     flags of this command (they keep their defaults)."""
     prefix = name + "."
     given = given_flags(args, name)

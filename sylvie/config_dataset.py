@@ -1,4 +1,4 @@
-"""The ``dataset`` section as a checked-in typed class (``sylvie.config_sections`` says how it is kept equal to the
+"""The ``dataset`` section as a checked-in class (``sylvie.config_sections`` says how it is kept equal to the
 schema). Which source reads each knob is the schema's ``sources``; a synthetic preset's knobs are its ``x-presets``,
 which ``sylvie.config.section`` puts in place of these defaults."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The sections of a run's configuration as checked-in typed classes: each knob with its Python type, default, one-line
+"""The sections of a run's configuration as checked-in classes: each knob with its Python type, default, one-line
 description and bounds in place, so that an editor follows ``run.train.lr`` to its field.
 ``tests/test_config_schema.py`` keeps every field equal to its knob in the schema
 (``sylvie/schema/config.schema.yaml``), which validates a config and defines the CLI flags. Build a section with

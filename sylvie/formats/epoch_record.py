@@ -1,6 +1,6 @@
 """``metrics.jsonl``: one JSON object per epoch, what ``sylvie train`` measured (rank 0 writes it).
 
-``EpochRecord`` is a line as a typed object; ``write_metrics`` and ``read_metrics`` are the only code that converts
+``EpochRecord`` is a line as an object; ``write_metrics`` and ``read_metrics`` are the only code that converts
 it. A line is flat: common fields, then the trainer's (``halo`` or ``batches``). Version 1 lines (no
 ``format_version``) are still read; each line carries a checksum of its fields.
 """

@@ -18,7 +18,7 @@ from sylvie.sampling.vip import iterations_per_epoch, reverse_edges, vertex_incl
 
 
 def write_vip(partition_dir: str | Path, out_dir: str | Path, sampling, progress: bool = True) -> dict:
-    """VIP per part for ``sampling`` (the config's typed section: ``fanouts`` in DGL's order, ``batch_size``; a typed
+    """VIP per part for ``sampling`` (the config's section: ``fanouts`` in DGL's order, ``batch_size``; a typed
     graph's per relation); returns the analysis's manifest."""
     check_replaceable(out_dir, VIP, inputs=(partition_dir,))
     manifest = read_manifest(partition_dir)

@@ -38,7 +38,7 @@ from sylvie.train.step import ModelStep
 class FullGraphTrainer:
     """``comm.bits`` quantizes the training exchanges of layers >= 1 (Low-bit Module); evaluation exchanges in
     fp32 and synchronously, so accuracies measure the model, not the wire. ``model``, ``train`` and ``comm`` are
-    the config's typed sections; ``seed`` the run's seed."""
+    the config's sections; ``seed`` the run's seed."""
 
     def __init__(self, ctx: Context, shard: Shard, model, train, comm, seed: int):
         check_boundary_sampling(train, comm, "sylvie train")

@@ -9,7 +9,7 @@ from sylvie.config import as_dict, section
 
 @dataclass(frozen=True)
 class TrainingJob:
-    """The partition to train on, where the run's files go, the seed, and the config's typed sections. ``sampling``,
+    """The partition to train on, where the run's files go, the seed, and the config's sections. ``sampling``,
     ``cache`` and ``features`` shape sampled training only (``train.mode`` sampled), ``vip_dir`` too: the VIP
     analysis of ``sylvie vip``, which the vip cache policy needs and which orders a rank's own rows."""
     partition_dir: Path

@@ -1,5 +1,5 @@
 """The sampled trainer's minibatches, made ready for the model in the sampling thread: each batch's blocks are
-sampled (``NeighborSampler``), the rows of its input vertices found (``TypedRankFeatures.fetch``: own rows, cached
+sampled (``NeighborSampler``), the rows of its input vertices found (``FeaturesByType.fetch``: own rows, cached
 rows, rows fetched from their owners), and everything the device needs (blocks, the seeds' labels, the input rows
 or where the GPU reads them) laid out in one buffer and sent in one copy (``sylvie.sampling.batch_transfer``). A
 ``PreparedBatch`` is what the model step takes."""
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from sylvie.features.typed_features import TypedRankFeatures
+from sylvie.features.features_by_type import FeaturesByType
 from sylvie.sampling.batch_transfer import BatchTransfer, Layout
 from sylvie.sampling.neighbor_sampler import NeighborSampler, input_counts
 from sylvie.sampling.packed_blocks import PackedBlocks
@@ -41,7 +41,7 @@ class BatchPreparer:
     vertices (from ``first_id``), through ``transfer``. The features keep the account of fetching; this keeps the
     time spent sampling (``sample_seconds``, from ``begin_epoch``)."""
 
-    def __init__(self, sampler: NeighborSampler, features: TypedRankFeatures, labels: torch.Tensor, first_id: int,
+    def __init__(self, sampler: NeighborSampler, features: FeaturesByType, labels: torch.Tensor, first_id: int,
                  transfer: BatchTransfer):
         self.sampler, self.features, self.transfer = sampler, features, transfer
         self.labels, self.first_id = labels, first_id

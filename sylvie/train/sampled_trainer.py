@@ -12,7 +12,7 @@ all seeds.
 # time: with fp32 remote rows, any cache gives the same losses.
 #
 # A typed graph samples per relation (``sylvie.sampling.fanouts``), seeds of the target type; its rows live in one
-# feature store per node type (``TypedRankFeatures``), the cache's budget in bytes shared across types by one ranking
+# feature store per node type (``FeaturesByType``), the cache's budget in bytes shared across types by one ranking
 # (score per byte). A node type without features learns an embedding table partitioned with its nodes: a step pulls its
 # input rows from their owners and pushes their gradients back (``EmbeddingRows``), in the main thread; its rows are
 # never cached. A homogeneous graph is the case of one type.
@@ -31,7 +31,7 @@ from sylvie.config import section
 from sylvie.errors import SylvieError
 from sylvie.features.cache_policy import cache_budget, cache_budget_bytes, hottest_first, select_cache
 from sylvie.features.embedding_rows import EmbeddingRows
-from sylvie.features.typed_features import TypedRankFeatures, TypeSpaces
+from sylvie.features.features_by_type import FeaturesByType, TypeSpaces
 from sylvie.formats.epoch_record import NOT_EVALUATED, BatchEpoch, EpochRecord
 from sylvie.graph_types import GraphTypes
 from sylvie.models.gnn import build_model
@@ -66,7 +66,7 @@ def check_sampled_graph(types: GraphTypes, sampling) -> list[tuple[int, ...]]:
 
 
 class SampledTrainer:
-    """``model``, ``train``, ``sampling`` and ``cache`` are the config's typed sections; ``vip`` this part's VIP
+    """``model``, ``train``, ``sampling`` and ``cache`` are the config's sections; ``vip`` this part's VIP
     (``sylvie vip``), needed by the vip policy and used to order the local rows (None: id order)."""
 
     def __init__(self, ctx: Context, shard: Shard, topology: Topology, model, train, sampling, cache, seed: int,
@@ -112,7 +112,7 @@ class SampledTrainer:
             if vip is not None:  # hottest first
                 order = [hottest_first(vip, ids) for ids in order]
             store = features or section("features")
-            self.features = self.pipeline.run(lambda: TypedRankFeatures(
+            self.features = self.pipeline.run(lambda: FeaturesByType(
                 rank, spaces, type_feat, order, [cached[node_type[cached] == t] for t in range(num_types)],
                 torch_all_to_all(group), sampling.remote_bits, seed, store.gpu_fraction, store.zero_copy,
                 ctx.device), "cache fill")

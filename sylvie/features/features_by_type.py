@@ -43,7 +43,7 @@ class TypeSpaces:
         return np.arange(first + self.within[rank, t], first + self.within[rank, t + 1])
 
 
-class TypedRankFeatures:
+class FeaturesByType:
     def __init__(self, rank: int, spaces: TypeSpaces, own_rows: Sequence[np.ndarray], local_order: Sequence,
                  cached_ids: Sequence, all_to_all, remote_bits: int = FULL_PRECISION, seed: int = 0,
                  gpu_fraction: float = 0.0, zero_copy: str = "auto", device: torch.device | str = "cpu"):
