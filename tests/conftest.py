@@ -1,46 +1,20 @@
+"""The tests' fixtures and hooks; what the tests share besides them is the ``support`` package (tests/support/)."""
 import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from support.commands import CORA_RAW
+from support.files import copy_repo
+from support.graphs import ONE_WAY_FEATURES, SMALL_MAG, LazyPartitions
+from support.metis import pymetis_library, system_metis_library
 
-REPO = Path(__file__).resolve().parents[1]
-CORA_RAW = REPO / "data" / "embedded" / "planetoid"
-BIN = Path(sys.executable).parent
 os.environ.setdefault("DGLBACKEND", "pytorch")
-
-
-def venv_env(**extra) -> dict:
-    """This environment with the venv's bin first on PATH (the pipeline's commands come from there)."""
-    return {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "DGLBACKEND": "pytorch", **extra}
-
-
-def run(cmd, check=True, timeout=900, **kw):
-    """Run a command with the venv's bin first on PATH; returns the CompletedProcess."""
-    env = venv_env(**kw.pop("env", {}))
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, **kw)
-    if check and p.returncode != 0:
-        raise AssertionError(f"{cmd} exited {p.returncode}\nstdout:\n{p.stdout[-4000:]}\nstderr:\n{p.stderr[-4000:]}")
-    return p
-
-
-def torchrun(nproc, *args, **kw):
-    return run([str(BIN / "torchrun"), "--standalone", "--nproc-per-node", str(nproc), *map(str, args)], **kw)
-
-
-def ranks(nproc, *args, **kw):
-    """``nproc`` ranks of ``args`` (a script, or ``--no-python sylvie ...``) as torchrun would start them, forked
-    from one process that imported torch and sylvie once (tests/forked_ranks.py): for the tests whose subject is
-    what the ranks compute. The tests of launching itself use torchrun (``torchrun``, `sylvie launch`)."""
-    return run([sys.executable, str(REPO / "tests" / "forked_ranks.py"), str(nproc), *map(str, args)], **kw)
 
 
 TIERS = ("unit", "slow", "e2e", "claims")
 # The longest modules first (wall seconds on 2 cores, 2026-11-28): pytest-xdist hands whole modules to its workers in
 # the order collected, so the last to run are short ones, not one long module on one worker while the other idles;
-# test_slurm last, as its tests wait for the Slurm pipeline the session starts (conftest.slurm_pipeline).
+# test_slurm last, as its tests wait for the Slurm pipeline the session starts (slurm_pipeline, below).
 LONGEST_FIRST = ("test_pipeline.py", "test_failures.py", "test_lowbit.py", "test_sampled_training.py",
                  "test_without_dgl.py", "test_cluster_bench.py", "test_message_passing.py",
                  "test_partitioned_evaluation.py", "test_empty_splits.py", "test_bad_input.py",
@@ -105,33 +79,58 @@ def cora_partitions(cora_dir, tmp_path_factory):
     return dirs
 
 
-def refused_line(argv: list[str], capsys) -> str:
-    """The last line ``sylvie <argv>`` (in-process) prints when it refuses its input: exit 2, no traceback."""
-    from sylvie import cli
+@pytest.fixture(scope="session")
+def small_mag():
+    """The tests' typed graph: the mag preset at ``support.graphs.SMALL_MAG`` (2,000 nodes of four types, four
+    relations and their reverses), built once a session; tests read it, never change it."""
+    from sylvie.config import section
+    from sylvie.data.generated import generate_from
 
-    capsys.readouterr()
-    assert cli.main(argv) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert err and "Traceback" not in "\n".join(err)
-    return err[-1]
-
-
-def truncate(path: Path, keep: float = 0.5) -> None:
-    """Cut a file to ``keep`` of its bytes, as a write cut off part-way leaves it."""
-    data = Path(path).read_bytes()
-    Path(path).write_bytes(data[:int(len(data) * keep)])
+    return generate_from(section("dataset", SMALL_MAG), "mag")
 
 
-def copy_repo(dst: Path) -> Path:
-    """Copy the repository's files as a fresh clone has them (no data, results or venv) to ``dst``."""
-    files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=REPO,
-                           capture_output=True, text=True, check=True).stdout.split()
-    for f in files:
-        src = REPO / f
-        if src.is_file() or src.is_symlink():
-            (dst / f).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dst / f, follow_symlinks=False)
-    return dst
+@pytest.fixture(scope="session")
+def small_mag_one_way():
+    """``small_mag``'s nodes and edges with its relations one way only (``reverse_relations`` off), as a user's files
+    hold them (reading files adds the reverses), and papers ``ONE_WAY_FEATURES`` wide, as ``write_files`` writes
+    them (so their features, and the split drawn after them, are not ``small_mag``'s)."""
+    from sylvie.config import section
+    from sylvie.data.generated import generate_from
+
+    knobs = {**SMALL_MAG, "features": ONE_WAY_FEATURES, "reverse_relations": False}
+    return generate_from(section("dataset", knobs), "mag")
+
+
+@pytest.fixture(scope="session")
+def small_mag_dir(small_mag, tmp_path_factory):
+    """``small_mag`` in canonical form (``save_graph``)."""
+    from sylvie.data.graph import save_graph
+
+    out = tmp_path_factory.mktemp("datasets") / "small-mag"
+    save_graph(small_mag, out, source="synthetic")
+    return out
+
+
+@pytest.fixture(scope="session")
+def small_mag_partitions(small_mag_dir, tmp_path_factory):
+    """``small_mag`` cut by METIS: {parts: folder}, each number of parts cut the first time a test asks for it."""
+    return LazyPartitions(small_mag_dir, tmp_path_factory.mktemp("small-mag-partitions"))
+
+
+@pytest.fixture(scope="session")
+def learnable_mag(tmp_path_factory):
+    """The second typed graph, for the tests that assert learning after a few epochs (tests/test_typed_training.py,
+    tests/test_typed_sampled_training.py): the mag preset at 6,000 nodes, easier than the preset (homophily 0.6,
+    label noise 0.3, 8 venues; the preset's own 0.25 and 0.45 give R-GCN 48% over 349 venues) and larger than
+    ``small_mag``, so that a few epochs show it. graph/ by `sylvie download`, p2/ by `sylvie partition` (2 parts);
+    tests write their runs beside them, never into them."""
+    from sylvie.cli import main
+
+    root = tmp_path_factory.mktemp("learnable-mag")
+    assert main(["download", "mag", "--source", "synthetic", "--preset", "mag", "--nodes", "6000", "--classes", "8",
+                 "--features", "16", "--homophily", "0.6", "--label-noise", "0.3", "--out", str(root / "graph")]) == 0
+    assert main(["partition", str(root / "graph"), "--out", str(root / "p2"), "--parts", "2"]) == 0
+    return root
 
 
 @pytest.fixture
@@ -152,11 +151,11 @@ def slurm_pipeline(request, tmp_path_factory):
         yield None
         return
     if os.environ.get("PYTEST_XDIST_WORKER"):
-        from local_slurm import RecordedSlurmRun
+        from support.local_slurm import RecordedSlurmRun
 
         yield RecordedSlurmRun(tmp_path_factory.getbasetemp().parent / "slurm" / "state.json")
         return
-    from local_slurm import SlurmPipelineRun
+    from support.local_slurm import SlurmPipelineRun
 
     background = SlurmPipelineRun(tmp_path_factory.mktemp("slurm")).start()
     yield background
@@ -171,7 +170,7 @@ def pytest_xdist_node_collection_finished(node, ids):
     config = node.config
     if getattr(config, "_slurm_pipeline", None) is not None or not _runs_slurm_tests(ids):
         return
-    from local_slurm import SlurmPipelineRun
+    from support.local_slurm import SlurmPipelineRun
 
     workdir = config._tmp_path_factory.getbasetemp() / "slurm"
     workdir.mkdir(exist_ok=True)
@@ -182,29 +181,6 @@ def pytest_unconfigure(config):
     background = getattr(config, "_slurm_pipeline", None)
     if background is not None:
         background.stop()
-
-
-def pymetis_library():
-    """The 64-bit METIS inside the pymetis wheel (sylvie.partition.metis_library)."""
-    import glob
-
-    import pymetis
-
-    from sylvie.partition.metis_library import libraries
-
-    (path,) = glob.glob(os.path.join(os.path.dirname(pymetis.__file__), "_internal*.so"))
-    return next(lib for lib in libraries() if os.path.realpath(lib.path) == os.path.realpath(path))
-
-
-def system_metis_library():
-    """A 32-bit METIS installed on the system; the test is skipped where there is none (`make install` installs
-    Debian's libmetis5 where it can: root and apt; CI always has it)."""
-    from sylvie.partition.metis_library import libraries
-
-    narrow = [lib for lib in libraries() if lib.bits == 32]
-    if not narrow:
-        pytest.skip("no 32-bit METIS library installed (apt-get install libmetis5)")
-    return narrow[0]
 
 
 @pytest.fixture(params=["32-bit", "64-bit"])

@@ -5,7 +5,7 @@ import logging
 import sys
 
 import pytest
-from conftest import BIN, run
+from support.commands import BIN, run
 
 from sylvie.errors import SylvieError
 from sylvie.launch import allocator

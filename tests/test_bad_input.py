@@ -3,7 +3,7 @@ import shutil
 
 import numpy as np
 import pytest
-from conftest import BIN, ranks, run
+from support.commands import BIN, ranks, run
 
 from sylvie.data.graph import _nodes_table, _write_arrow, load_graph
 

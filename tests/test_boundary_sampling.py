@@ -11,8 +11,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from dgl.nn import GATConv, GraphConv, SAGEConv
-from partitioned_ranks import dropped_edges, rank_graphs, train
-from simulated_ranks import SimulatedRanks
+from support.partitioned_ranks import dropped_edges, rank_graphs, train
+from support.simulated_ranks import SimulatedRanks
 
 from sylvie.cli import main
 from sylvie.comm.boundary_drift import BoundaryDrift

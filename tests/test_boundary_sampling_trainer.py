@@ -6,8 +6,8 @@ import json
 import numpy as np
 import pytest
 import torch
-from conftest import REPO, ranks
-from partitioned_ranks import dropped_edges, rank_graphs
+from support.commands import REPO, ranks
+from support.partitioned_ranks import dropped_edges, rank_graphs
 from test_boundary_sampling import _assert_matches, reference_step
 
 from sylvie.data.graph import load_graph

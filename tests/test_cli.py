@@ -1,5 +1,5 @@
 import pytest
-from conftest import BIN, run
+from support.commands import BIN, run
 
 pytestmark = pytest.mark.slow
 

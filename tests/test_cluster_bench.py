@@ -5,7 +5,7 @@ import subprocess
 import time
 
 import pytest
-from conftest import BIN, run
+from support.commands import BIN, run
 
 from sylvie.atomic import read_jsonl
 from sylvie.launch.process_tree import alive

@@ -2,7 +2,7 @@
 bits, the copies added in rank order, which is the sum (against float64); ranks simulated in one process."""
 import pytest
 import torch
-from simulated_ranks import SimulatedRanks
+from support.simulated_ranks import SimulatedRanks
 
 from sylvie.comm.collective import all_reduce_by_all_to_all
 

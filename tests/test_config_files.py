@@ -5,7 +5,7 @@ missing, a folder or empty is one line too, before Snakemake (which reads --conf
 import json
 
 import pytest
-from conftest import BIN, REPO, run
+from support.commands import BIN, REPO, run
 
 from sylvie.config import resolve_runs
 from sylvie.config_file import load_config, main

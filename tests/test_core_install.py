@@ -6,8 +6,8 @@ import re
 import sys
 
 import pytest
-from conftest import BIN, REPO
-from no_dgl import NoDGL
+from support.commands import BIN, REPO
+from support.no_dgl import NoDGL
 
 from sylvie.atomic import read_jsonl
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO, ranks
+from support.commands import REPO, ranks
 
 from sylvie.atomic import read_jsonl
 from sylvie.config import as_dict, dataset_options, resolve_runs

@@ -5,7 +5,7 @@ import json
 import re
 
 import pytest
-from conftest import BIN, run
+from support.commands import BIN, run
 
 from sylvie.atomic import read_jsonl
 from sylvie.cli import main

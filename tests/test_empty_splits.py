@@ -5,7 +5,7 @@ import json
 
 import pytest
 import torch
-from conftest import BIN, run
+from support.commands import BIN, run
 
 from sylvie.formats.model_file import BY_LAST_EPOCH, BY_VALIDATION
 

@@ -5,9 +5,9 @@ import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from conftest import REPO, ranks
 from dgl.nn import GATConv, GraphConv, SAGEConv
-from no_dgl import NoDGL
+from support.commands import REPO, ranks
+from support.no_dgl import NoDGL
 
 from sylvie.data.graph import load_graph
 

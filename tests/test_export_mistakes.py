@@ -6,7 +6,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from conftest import refused_line
+from support.commands import refused_line
 
 from sylvie.cli import main
 from sylvie.config import section

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import BIN, CORA_RAW, run, venv_env
+from support.commands import BIN, CORA_RAW, run, venv_env
 
 from sylvie.atomic import read_jsonl
 from sylvie.launch.process_tree import alive

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 import torch
-from conftest import REPO
+from support.commands import REPO
 
 from sylvie.comm.gather_cpu import gather_rows, gather_rows_at, put_rows
 from sylvie.config import resolve_runs

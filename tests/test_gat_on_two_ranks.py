@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from partitioned_ranks import rank_graphs, train
+from support.partitioned_ranks import rank_graphs, train
 
 from sylvie.config import section
 from sylvie.data.graph import load_graph

@@ -6,7 +6,7 @@ tests/test_feature_store.py)."""
 import numpy as np
 import pytest
 import torch
-from simulated_ranks import SimulatedRanks
+from support.simulated_ranks import SimulatedRanks
 
 from sylvie.features.gather_cuda import SEGMENT_BYTES, launch_gather
 from sylvie.features.rank_features import RankFeatures

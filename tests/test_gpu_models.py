@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from partitioned_ranks import rank_graphs
+from support.partitioned_ranks import rank_graphs
 
 from sylvie.data.graph import load_graph
 from sylvie.models import GNN

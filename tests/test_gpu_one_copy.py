@@ -6,7 +6,7 @@ sees no CUDA device; tests/test_one_copy_minibatch.py checks the same layout on 
 import numpy as np
 import pytest
 import torch
-from simulated_ranks import SimulatedRanks
+from support.simulated_ranks import SimulatedRanks
 
 from sylvie.features.typed_features import TypedRankFeatures, TypeSpaces
 from sylvie.sampling.batch_transfer import BatchTransfer, wait

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import BIN, REPO, run, torchrun
+from support.commands import BIN, REPO, run, torchrun
 
 from sylvie.atomic import read_jsonl
 from sylvie.config import section

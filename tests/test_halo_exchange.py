@@ -2,7 +2,7 @@
 against the exact gather (forward) and scatter-add (backward), and torch.autograd.gradcheck."""
 import pytest
 import torch
-from simulated_ranks import SimulatedRanks
+from support.simulated_ranks import SimulatedRanks
 
 from sylvie.comm.halo_exchange import HaloExchange
 from sylvie.comm.halo_plan import HaloPlan

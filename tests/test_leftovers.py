@@ -7,7 +7,7 @@ import sys
 import time
 
 import pytest
-from conftest import BIN, venv_env
+from support.commands import BIN, venv_env
 
 from sylvie.cli import main
 

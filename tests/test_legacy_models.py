@@ -2,7 +2,7 @@
 predict every Cora node's class as they did then: the parameters kept their names, shapes and meaning."""
 import numpy as np
 import pytest
-from conftest import REPO
+from support.commands import REPO
 
 from sylvie.evaluate.whole_graph import evaluate
 

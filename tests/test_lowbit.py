@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 import torch
-from conftest import REPO
+from support.commands import REPO
 
 from sylvie.comm.lowbit import NonFiniteRowsError, decode, encode, message_key
 from sylvie.comm.lowbit.format import Layout, buffer_bytes, row_bytes

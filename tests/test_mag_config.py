@@ -2,7 +2,7 @@
 Snakemake plans it on a fresh copy of the repository, on its own and at 1/10 with config/mag-tenth.yaml (its run is
 recorded in README.md)."""
 import pytest
-from conftest import copy_repo
+from support.files import copy_repo
 from test_products_config import dry_run, jobs
 
 pytestmark = pytest.mark.slow

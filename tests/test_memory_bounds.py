@@ -3,7 +3,7 @@ synthetic graph with more edges than its nodes allow or larger than memory, a mo
 outputs cannot fit. The machine's available memory is set by the test (``memory_budget.available_bytes``) so that
 the cases hold on any machine."""
 import pytest
-from conftest import refused_line
+from support.commands import refused_line
 
 from sylvie import memory_budget
 

@@ -6,7 +6,7 @@ import os
 
 import numpy as np
 import pytest
-from conftest import pymetis_library, system_metis_library
+from support.metis import pymetis_library, system_metis_library
 
 from sylvie.data.synthetic import generate
 from sylvie.errors import SylvieError

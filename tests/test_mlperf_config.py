@@ -2,7 +2,7 @@
 without, and full-graph), as Snakemake plans it on a fresh copy of the repository: on its own, at 1/10, and over 3
 seeds with the runs its accuracy claims compare (its runs are recorded in benchmarks/README.md)."""
 import pytest
-from conftest import copy_repo
+from support.files import copy_repo
 from test_products_config import dry_run, jobs
 
 pytestmark = pytest.mark.slow

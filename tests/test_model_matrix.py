@@ -12,8 +12,8 @@ import json
 
 import numpy as np
 import pytest
-from conftest import REPO, ranks
-from no_dgl import NoDGL
+from support.commands import REPO, ranks
+from support.no_dgl import NoDGL
 
 from sylvie.config import schema, section
 from sylvie.evaluate import evaluate

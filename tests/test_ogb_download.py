@@ -8,7 +8,7 @@ import zipfile
 
 import numpy as np
 import pytest
-from conftest import BIN, run
+from support.commands import BIN, run
 
 from sylvie.data.graph import load_graph
 

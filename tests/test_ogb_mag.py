@@ -10,10 +10,8 @@ import zipfile
 
 import numpy as np
 import pytest
-from conftest import BIN, run
+from support.commands import BIN, run
 
-from sylvie.config import section
-from sylvie.data.generated import generate_from
 from sylvie.data.graph import load_graph
 
 pytestmark = pytest.mark.slow
@@ -58,9 +56,9 @@ def build_mag_zip(graph, path):
 
 
 @pytest.fixture(scope="module")
-def mag_mirror(tmp_path_factory):
+def mag_mirror(small_mag, tmp_path_factory):
     served = tmp_path_factory.mktemp("mag-mirror")
-    graph = generate_from(section("dataset", {"preset": "mag", "nodes": 3_000, "classes": 12, "features": 8}), "mag")
+    graph = small_mag
     build_mag_zip(graph, served / "mag.zip")
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(served))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)

@@ -7,7 +7,7 @@ tests/test_gpu_one_copy.py."""
 import numpy as np
 import pytest
 import torch
-from simulated_ranks import SimulatedRanks
+from support.simulated_ranks import SimulatedRanks
 
 from sylvie.features.batch_rows import BatchRows, gather_once
 from sylvie.features.cache_policy import cache_budget, local_order, select_cache
@@ -121,17 +121,9 @@ def test_four_ranks_minibatches_unpacked_from_one_buffer_are_the_samplers_and_th
         assert rows.remote > 0 and (rows.cached > 0) == (alpha > 0), (rank, rows)
 
 
-def test_typed_blocks_unpack_to_the_same_blocks_with_shared_arrays_laid_out_once(tmp_path):
-    from sylvie.config import section
-    from sylvie.data.generated import generate_from
-    from sylvie.data.graph import save_graph
-    from sylvie.partition.stage import partition_dataset
-
-    graph = generate_from(section("dataset", {"preset": "mag", "nodes": 1_500, "classes": 4, "features": 8}), "mag")
-    save_graph(graph, tmp_path / "graph", source="synthetic")
-    partition_dataset(tmp_path / "graph", tmp_path / "p2", 2, progress=False)
-    topo = read_topology(tmp_path / "p2")
-    train = topo.part_offsets[0] + np.flatnonzero(read_shard(tmp_path / "p2", 0).train)
+def test_typed_blocks_unpack_to_the_same_blocks_with_shared_arrays_laid_out_once(small_mag_partitions):
+    topo = read_topology(small_mag_partitions[2])
+    train = topo.part_offsets[0] + np.flatnonzero(read_shard(small_mag_partitions[2], 0).train)
     sampler = NeighborSampler(topo.in_indptr, topo.in_src, [3, 2], train, 2, 0, 0, types=topo.types,
                               in_relation=topo.in_relation)
     mb = sampler.sample(sampler.epoch_seeds(0)[0], 0, 0)

@@ -3,7 +3,7 @@ directory); a second writer is refused at once, naming the holder, and writes no
 import json
 
 import pytest
-from conftest import BIN, run
+from support.commands import BIN, run
 
 from sylvie.output_lock import OutputLock
 

@@ -3,7 +3,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import BIN, CORA_RAW, refused_line, run
+from support.commands import BIN, CORA_RAW, refused_line, run
 
 
 def sylvie(*args, **kw):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import truncate
+from support.files import truncate
 
 from sylvie.cli import main
 

@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import BIN, run
+from support.commands import BIN, run
 
 from sylvie.config import section
 from sylvie.data.graph import load_graph

@@ -5,7 +5,8 @@ import json
 import numpy as np
 import pytest
 import yaml
-from conftest import BIN, REPO, copy_repo, run
+from support.commands import BIN, REPO, run
+from support.files import copy_repo
 
 pytestmark = pytest.mark.claims
 

@@ -6,7 +6,7 @@ import zipfile
 import numpy as np
 import pyarrow as pa
 import pytest
-from conftest import BIN, ranks, run
+from support.commands import BIN, ranks, run
 from test_ogb_download import build_arxiv_zip
 
 from sylvie.config import section

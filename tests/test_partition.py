@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from conftest import BIN, run
+from support.commands import BIN, run
 
 from sylvie.config import section
 from sylvie.data.generated import generate_from

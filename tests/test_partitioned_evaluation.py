@@ -5,7 +5,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from conftest import BIN, ranks, run
+from support.commands import BIN, ranks, run
 
 from sylvie.formats.eval_result import read_eval_result
 from sylvie.formats.predictions import read_predictions

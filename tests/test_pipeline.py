@@ -10,7 +10,8 @@ import re
 import pytest
 import torch
 import yaml
-from conftest import BIN, REPO, copy_repo, run
+from support.commands import BIN, REPO, run
+from support.files import copy_repo
 
 from sylvie.config import resolve_runs
 

@@ -3,7 +3,7 @@ import math
 
 import pytest
 import torch
-from conftest import REPO, ranks
+from support.commands import REPO, ranks
 
 from sylvie.comm.staleness import BoundedStalenessAdaptor
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from conftest import CORA_RAW
+from support.commands import CORA_RAW
 
 from sylvie.cli import main
 from sylvie.data import planetoid

@@ -6,7 +6,7 @@ import json
 import sys
 
 import pytest
-from conftest import CORA_RAW
+from support.commands import CORA_RAW
 
 from sylvie.cli import main
 from sylvie.config import section

@@ -5,7 +5,8 @@ two would not fit in memory, so nothing runs beside it."""
 import re
 
 import pytest
-from conftest import BIN, copy_repo, run
+from support.commands import BIN, run
+from support.files import copy_repo
 
 from sylvie.memory_budget import PARTITION_BYTES_PER_NODE, runs_alone
 

@@ -2,7 +2,7 @@
 bit widths, in the order asked, with any mix of owners (none included)."""
 import pytest
 import torch
-from simulated_ranks import SimulatedRanks
+from support.simulated_ranks import SimulatedRanks
 
 from sylvie.comm.remote_rows import RemoteRows
 

@@ -7,7 +7,7 @@ import os
 import shutil
 
 import pytest
-from conftest import truncate
+from support.files import truncate
 from test_report import report, write_run
 
 pytestmark = pytest.mark.unit

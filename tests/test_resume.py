@@ -5,7 +5,7 @@ import subprocess
 import time
 
 import pytest
-from conftest import BIN, ranks
+from support.commands import BIN, ranks
 
 from sylvie.atomic import read_jsonl
 

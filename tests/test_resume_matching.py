@@ -2,7 +2,7 @@
 import shutil
 
 import pytest
-from conftest import BIN, ranks, run
+from support.commands import BIN, ranks, run
 
 from sylvie.atomic import read_jsonl
 

@@ -4,7 +4,7 @@ sampling thread, and the config's checks."""
 import numpy as np
 import pytest
 import torch
-from simulated_ranks import SimulatedRanks
+from support.simulated_ranks import SimulatedRanks
 
 from sylvie.config import resolve_runs
 from sylvie.errors import SylvieError

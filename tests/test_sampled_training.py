@@ -4,7 +4,7 @@ import json
 import shutil
 
 import pytest
-from conftest import BIN, REPO, ranks, run
+from support.commands import BIN, REPO, ranks, run
 
 from sylvie.atomic import read_jsonl
 

@@ -2,7 +2,7 @@
 through `snakemake --profile workflow/profiles/slurm`: training is a Slurm job of 2 tasks (one torchrun per node)
 whose ranks rendezvous, and a training-config change resubmits only train/evaluate/report.
 
-The run itself (tests/local_slurm.py) starts with the session, in the background; these tests wait for it and
+The run itself (tests/support/local_slurm.py) starts with the session, in the background; these tests wait for it and
 check what it recorded. Needs root (munged, slurmctld, slurmd); every wait is bounded; the daemons are stopped.
 """
 import json
@@ -10,7 +10,7 @@ import os
 import re
 
 import pytest
-from local_slurm import submitted
+from support.local_slurm import submitted
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the local Slurm needs root (munged, slurmctld, slurmd)")
 

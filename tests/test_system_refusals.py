@@ -7,7 +7,7 @@ import shutil
 import subprocess
 
 import pytest
-from conftest import CORA_RAW, refused_line
+from support.commands import CORA_RAW, refused_line
 
 from sylvie import cli
 

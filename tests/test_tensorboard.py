@@ -1,7 +1,7 @@
 """train.tensorboard: rank 0 also writes each epoch's metrics as TensorBoard scalars in RUN/tensorboard, the same
 numbers as metrics.jsonl (which stays the record the report reads)."""
 import pytest
-from conftest import ranks
+from support.commands import ranks
 
 from sylvie.atomic import read_jsonl
 

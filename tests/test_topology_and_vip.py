@@ -101,7 +101,7 @@ def test_vip_matches_dgls_sampler(cora_partitions, part):
 
 @pytest.mark.slow
 def test_the_vip_stage_writes_one_array_per_part(cora_partitions, tmp_path):
-    from conftest import BIN, run
+    from support.commands import BIN, run
 
     out = tmp_path / "vip"
     p = run([str(BIN / "sylvie"), "vip", str(cora_partitions[2]), "--out", str(out), "--fanouts", "10", "5",

@@ -6,15 +6,12 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import REPO, ranks
-from no_dgl import NoDGL
+from support.commands import REPO, ranks
+from support.no_dgl import NoDGL
 
-from sylvie.config import section
-from sylvie.data.generated import generate_from
-from sylvie.data.graph import load_graph, save_graph
+from sylvie.data.graph import load_graph
 from sylvie.models.blocks import whole_graph_typed_block
 from sylvie.models.typed_gnn import TypedGNN
-from sylvie.partition.stage import partition_dataset
 
 pytestmark = pytest.mark.slow
 
@@ -22,14 +19,10 @@ ARCHS = ("rgcn", "rgcn-bases", "rgat", "rgat-noloop")
 
 
 @pytest.fixture(scope="module")
-def typed_partitions(tmp_path_factory):
-    """A small graph of the mag preset (papers with features; authors, institutions and fields learnt as
+def typed_partitions(small_mag_dir, small_mag_partitions):
+    """The tests' small graph of the mag preset (papers with features; authors, institutions and fields learnt as
     embeddings), cut by METIS into 1, 2 and 4 parts."""
-    root = tmp_path_factory.mktemp("typed")
-    graph = generate_from(section("dataset", {"preset": "mag", "nodes": 2_000, "classes": 6, "features": 12}), "mag")
-    save_graph(graph, root / "graph", source="synthetic")
-    return root / "graph", {p: partition_dataset(root / "graph", root / f"p{p}", p, progress=False) and
-                            root / f"p{p}" for p in (1, 2, 4)}
+    return small_mag_dir, small_mag_partitions
 
 
 @pytest.fixture(scope="module")

@@ -4,9 +4,9 @@ types, integers for others, shuffled rows), read back to the graph they were wri
 refused in one line naming the file (or the config's key) and what to do, nothing written."""
 import numpy as np
 import pyarrow as pa
-import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
+from support.graphs import write_files
 
 from sylvie.config import section
 from sylvie.data.generated import generate_from
@@ -16,48 +16,13 @@ from sylvie.graph_types import Relation
 
 pytestmark = pytest.mark.unit
 
-SPLIT_NAMES = np.array(["train", "val", "test", ""])
-
 
 @pytest.fixture(scope="module")
 def mag():
+    # its own graph, not the shared small_mag_one_way: test_a_target_type_without_labels's refusal names row 0 of
+    # the shuffled papers' table, a training node in this graph
     return generate_from(section("dataset", {"preset": "mag", "nodes": 4_000, "classes": 9, "features": 6,
                                              "reverse_relations": False}), "mag")
-
-
-def write_files(mag, root):
-    """Each type's table (rows shuffled; papers: Parquet with a feature list, label and split; authors: CSV with
-    string ids; the rest: Parquet with integer ids 1000 + i) and each relation's edges by those ids; the options."""
-    root.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(0)
-    offsets, tables, ids = mag.type_offsets, {}, {}
-    orders = {}
-    for t, name in enumerate(mag.types.node_types):
-        n = mag.node_counts[t]
-        ids[name] = np.array([f"{name[0]}{i}" for i in range(n)]) if name == "author" else np.arange(n) + 1000
-        order = orders[name] = rng.permutation(n)
-        cols = {"id": ids[name][order]}
-        if name == "paper":
-            rows = np.arange(n)[order]
-            cols["feat"] = pa.FixedSizeListArray.from_arrays(pa.array(mag.type_features[0][rows].reshape(-1)), 6)
-            cols["label"] = mag.labels[rows]
-            split = np.select([mag.train_mask[rows], mag.val_mask[rows], mag.test_mask[rows]], [0, 1, 2], 3)
-            cols["split"] = SPLIT_NAMES[split]
-        path = root / (f"{name}.csv" if name == "author" else f"{name}.parquet")
-        (pacsv.write_csv if name == "author" else pq.write_table)(pa.table(cols), path)
-        tables[name] = str(path)
-    relations = []
-    for r, rel in enumerate(mag.types.relations):
-        mine = mag.relation == r
-        s, d = mag.types.ends(r)
-        edges = pa.table({"src": ids[rel.src][mag.src[mine] - offsets[s]],
-                          "dst": ids[rel.dst][mag.dst[mine] - offsets[d]]})
-        path = root / f"{rel.name}.{'csv' if r % 2 else 'parquet'}"
-        (pacsv.write_csv if r % 2 else pq.write_table)(edges, path)
-        relations.append({"src": rel.src, "name": rel.name, "dst": rel.dst, "edges": str(path)})
-    write_files.orders = orders  # row i of type t's table is node orders[t][i] of the type
-    return {"source": "files", "node_tables": tables, "relations": relations, "target": "paper", "node_key": "id",
-            "split_column": "split"}
 
 
 def test_a_typed_graph_from_files_is_the_graph_it_was_written_from(mag, tmp_path):

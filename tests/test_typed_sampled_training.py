@@ -5,7 +5,7 @@ in one line naming the key; types without features learn embeddings sampled (the
 import json
 
 import pytest
-from conftest import BIN, REPO, ranks, run
+from support.commands import BIN, REPO, ranks, run
 
 from sylvie.atomic import read_jsonl
 from sylvie.cli import main
@@ -21,6 +21,7 @@ SECTIONS = {"model": {"arch": "rgat", "layers": 2, "hidden": 16, "heads": 2, "dr
 
 @pytest.fixture(scope="module")
 def igbh(tmp_path_factory):
+    # its own graph: the igbh preset (features on every node type: the cache and the store's tiers for each)
     root = tmp_path_factory.mktemp("igbh")
     assert main(["download", "igbh", "--source", "synthetic", "--preset", "igbh", "--nodes", "6000", "--features",
                  "16", "--classes", "6", "--out", str(root / "graph")]) == 0
@@ -76,25 +77,21 @@ def test_fanouts_that_do_not_fit_the_graphs_relations_are_refused_in_one_line(ig
     assert p.returncode == 2 and f"{key} {says}" in p.stderr and not (igbh / "vip-refused").exists()
 
 
-def test_types_without_features_learn_embeddings_sampled_and_resume_bit_for_bit(tmp_path):
+def test_types_without_features_learn_embeddings_sampled_and_resume_bit_for_bit(learnable_mag, tmp_path):
     """The mag preset (authors, institutions and fields learnt as embeddings, partitioned with their nodes): sampled
     R-GCN on 2 ranks pulls its input rows from their owners and pushes their gradients back; it learns, its model
     evaluates the same on the whole graph as partition-parallel, and a run resumed from its checkpoint (the tables
     and their Adam moments whole) repeats the uninterrupted one's epochs."""
-    assert main(["download", "mag", "--source", "synthetic", "--preset", "mag", "--nodes", "6000", "--classes", "8",
-                 "--features", "16", "--homophily", "0.6", "--label-noise", "0.3", "--out",
-                 str(tmp_path / "graph")]) == 0
-    assert main(["partition", str(tmp_path / "graph"), "--out", str(tmp_path / "p2"), "--parts", "2"]) == 0
-    args = ["--partition", tmp_path / "p2", "--mode", "sampled", "--arch", "rgcn", "--layers", "2", "--hidden", "16",
-            "--fanouts", "5", "5", "--batch-size", "128", "--epochs", "4", "--policy", "degree", "--alpha", "0.3",
+    args = ["--partition", learnable_mag / "p2", "--mode", "sampled", "--arch", "rgcn", "--layers", "2", "--hidden",
+            "16", "--fanouts", "5", "5", "--batch-size", "128", "--epochs", "4", "--policy", "degree", "--alpha", "0.3",
             "--weight-decay", "0", "--lr", "0.02", "--embedding-width", "16", "--log-every", "1", "--no-progress"]
     out = tmp_path / "run"
     ranks(2, "--no-python", "sylvie", "train", "--out", out, *args, "--checkpoint-every", "3")
     first = read_jsonl(out / "metrics.jsonl")
     assert first[-1]["loss"] < 0.5 * first[0]["loss"] and first[-1]["val_acc"] > 0.5
-    assert main(["evaluate", "--dataset", str(tmp_path / "graph"), "--model", str(out / "model.pt"), "--out",
+    assert main(["evaluate", "--dataset", str(learnable_mag / "graph"), "--model", str(out / "model.pt"), "--out",
                  str(tmp_path / "whole.json")]) == 0
-    ranks(2, "--no-python", "sylvie", "evaluate", "--partition", tmp_path / "p2", "--model", out / "model.pt",
+    ranks(2, "--no-python", "sylvie", "evaluate", "--partition", learnable_mag / "p2", "--model", out / "model.pt",
           "--out", tmp_path / "parts.json")
     whole, parts = (json.loads((tmp_path / f).read_text()) for f in ("whole.json", "parts.json"))
     assert whole["val_acc"] == parts["val_acc"] and whole["test_acc"] == parts["test_acc"]

@@ -22,13 +22,10 @@ FANOUTS = [(4, 2, 3, 1, 2, 5, 3, 2), (3, 5, 2, 2, 4, 1, 2, 3)]
 
 
 @pytest.fixture(scope="module")
-def mag(tmp_path_factory):
-    """A small graph of the mag preset (4 node types, 4 relations and their reverses), cut by METIS into 2 parts."""
-    root = tmp_path_factory.mktemp("typed-sampling")
-    graph = generate_from(section("dataset", {"preset": "mag", "nodes": 3_000, "classes": 6, "features": 8}), "mag")
-    save_graph(graph, root / "graph", source="synthetic")
-    partition_dataset(root / "graph", root / "p2", 2, progress=False)
-    return root / "graph", root / "p2"
+def mag(small_mag_dir, small_mag_partitions):
+    """The tests' small graph of the mag preset (4 node types, 4 relations and their reverses), cut by METIS into 2
+    parts."""
+    return small_mag_dir, small_mag_partitions[2]
 
 
 def _sampler(topo, part_dir, part, fanouts=FANOUTS, batch=16):
@@ -153,6 +150,7 @@ def test_a_typed_model_on_full_neighbourhood_blocks_computes_what_it_does_on_the
     from sylvie.models.blocks import whole_graph_typed_block
     from sylvie.models.typed_gnn import TypedGNN
 
+    # its own graph: the igbh preset, whose every node type has features (the model here takes each type's rows)
     graph = generate_from(section("dataset", {"preset": "igbh", "nodes": 1_500, "classes": 5, "features": 6}),
                           "igbh")
     save_graph(graph, tmp_path / "graph", source="synthetic")
@@ -183,7 +181,7 @@ def test_embedding_rows_are_pulled_from_their_owners_and_their_gradients_summed_
     """3 ranks own 4, 3 and 5 rows of a table; each pulls rows of any owner (its own too, some twice) and pushes a
     gradient for each: every owner's gradient is the sum of what every rank sent for its rows, as one process's
     would be (index_add over all pulls)."""
-    from simulated_ranks import SimulatedRanks
+    from support.simulated_ranks import SimulatedRanks
 
     from sylvie.features.embedding_rows import EmbeddingRows
 

@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import ranks
+from support.commands import ranks
 
 from sylvie.atomic import read_jsonl
 from sylvie.cli import main
@@ -23,14 +23,9 @@ COMMON = ["--hidden", "16", "--layers", "2", "--epochs", "6", "--seed", "0", "--
 
 
 @pytest.fixture(scope="module")
-def typed(tmp_path_factory):
-    root = tmp_path_factory.mktemp("typed-run")
-    # easier than the preset (homophily 0.25, label noise 0.45: R-GCN 48% over 349 venues), so that six epochs
-    # show learning
-    assert main(["download", "mag", "--source", "synthetic", "--preset", "mag", "--nodes", "6000", "--classes", "8",
-                 "--features", "16", "--homophily", "0.6", "--label-noise", "0.3", "--out", str(root / "graph")]) == 0
-    assert main(["partition", str(root / "graph"), "--out", str(root / "p2"), "--parts", "2"]) == 0
-    return root
+def typed(learnable_mag):
+    """The session's mag graph that six epochs learn (graph/, by `sylvie download`; p2/, by `sylvie partition`)."""
+    return learnable_mag
 
 
 @pytest.mark.parametrize("name", list(RUNS))
@@ -70,18 +65,16 @@ def test_a_typed_run_resumes_from_its_checkpoint_bit_for_bit(typed):
         assert (a["loss"], a["val_acc"]) == (b["loss"], b["val_acc"])
 
 
-def test_predictions_of_a_typed_graph_from_files_name_the_target_types_own_ids(tmp_path):
+def test_predictions_of_a_typed_graph_from_files_name_the_target_types_own_ids(small_mag_one_way, tmp_path):
     """The papers' own ids (the target type's node_key) in the predictions, whole-graph and partition-parallel."""
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
-    from test_typed_files import write_files
+    from support.graphs import write_files
 
     from sylvie.config import section
-    from sylvie.data.generated import generate_from
     from sylvie.data.registry import download
 
-    mag = generate_from(section("dataset", {"preset": "mag", "nodes": 3_000, "classes": 5, "features": 6,
-                                            "reverse_relations": False}), "mag")
+    mag = small_mag_one_way
     download("mine", tmp_path / "g", section("dataset", write_files(mag, tmp_path / "in")))
     assert main(["partition", str(tmp_path / "g"), "--out", str(tmp_path / "p"), "--parts", "2"]) == 0
     ranks(2, "--no-python", "sylvie", "train", "--partition", tmp_path / "p", "--out", tmp_path / "run", "--arch",

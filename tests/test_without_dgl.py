@@ -15,8 +15,8 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import BIN
-from no_dgl import NoDGL
+from support.commands import BIN
+from support.no_dgl import NoDGL
 
 from sylvie.atomic import read_jsonl
 from sylvie.formats.eval_result import read_eval_result

@@ -7,8 +7,8 @@ that imports it; a 4-rank launch spent ~19 CPU-s before its first epoch, more th
 subject is what the ranks compute start them here; the tests of the launch itself (`sylvie launch`, torchrun's
 failure handling, a rank's death or silence) start them with torchrun, as users do.
 
-    python tests/forked_ranks.py P SCRIPT [ARGS...]            # each rank runs SCRIPT as __main__
-    python tests/forked_ranks.py P --no-python sylvie ARGS...  # each rank runs `sylvie ARGS...` (sylvie.cli.main)
+    python tests/support/forked_ranks.py P SCRIPT [ARGS...]            # each rank runs SCRIPT as __main__
+    python tests/support/forked_ranks.py P --no-python sylvie ARGS...  # each rank runs `sylvie ARGS...` (cli.main)
 
 As under torchrun: RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR and MASTER_PORT (the
 store this process hosts, TORCHELASTIC_USE_AGENT_STORE=True), TORCHELASTIC_RUN_ID and RESTART_COUNT 0;

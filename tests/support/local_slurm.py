@@ -3,7 +3,7 @@
 Starts the single-machine Slurm of workflow/scripts/slurm-local-up.sh, runs the Snakefile through
 `--profile workflow/profiles/slurm` on a fresh copy of the repository, changes a training setting, runs it
 again, records what Slurm says of every submitted job (scontrol forgets finished jobs after MinJobAge), and
-stops the daemons. It mostly waits on Slurm and on Snakemake's status polling, so conftest.py starts it at
+stops the daemons. It mostly waits on Slurm and on Snakemake's status polling, so tests/conftest.py starts it at
 the beginning of the session and it runs while the CPU-bound tests do. Every wait is bounded.
 """
 from __future__ import annotations
@@ -17,7 +17,8 @@ import threading
 import time
 from pathlib import Path
 
-from conftest import BIN, REPO, copy_repo, venv_env
+from support.commands import BIN, REPO, venv_env
+from support.files import copy_repo
 
 UP = REPO / "workflow" / "scripts" / "slurm-local-up.sh"
 DOWN = REPO / "workflow" / "scripts" / "slurm-local-down.sh"
@@ -145,8 +146,8 @@ class SlurmPipelineRun:
 
 
 class RecordedSlurmRun:
-    """The outcome of a SlurmPipelineRun started by another process (the pytest-xdist controller, see conftest.py),
-    read from its state file once the run has ended: the same attributes."""
+    """The outcome of a SlurmPipelineRun started by another process (the pytest-xdist controller, see
+    tests/conftest.py), read from its state file once the run has ended: the same attributes."""
 
     def __init__(self, state_file: Path):
         self.state_file = state_file

@@ -9,14 +9,13 @@ import json
 import os
 from pathlib import Path
 
-from conftest import run
-
 import sylvie
+from support.commands import run
 from sylvie.atomic import read_jsonl
 
 SYLVIE_CODE = Path(sylvie.__file__).resolve().parent
 
-HOOK = '''"""Written by tests/no_dgl.py: a Python started with this folder first on PYTHONPATH cannot import
+HOOK = '''"""Written by tests/support/no_dgl.py: a Python started with this folder first on PYTHONPATH cannot import
 dgl; it notes itself and each refused import in imports.jsonl beside this file."""
 import json
 import os
@@ -46,7 +45,7 @@ class RefuseDGL:
             frame = frame.f_back
         _note("refused", module=name, by=f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame else "?")
         raise ModuleNotFoundError(f"No module named {name!r} (refused by the import hook of "
-                                  f"tests/no_dgl.py)", name=name)
+                                  f"tests/support/no_dgl.py)", name=name)
 
 
 def _probing():
@@ -116,8 +115,8 @@ class NoDGL:
 
     def assert_sylvie_never_asked(self, ranks: int) -> None:
         """Since the last ``clear``: no code of sylvie's asked for DGL, and the hook was loaded in ``ranks`` rank
-        processes (RANK set), or in the tests/forked_ranks.py that forked ``ranks`` ranks (each a copy of it, its
-        finder first on sys.meta_path)."""
+        processes (RANK set), or in the tests/support/forked_ranks.py that forked ``ranks`` ranks (each a copy of it,
+        its finder first on sys.meta_path)."""
         events = self.events()
         asked = sorted({f"{e['module']} from {e['by']}" for e in events
                         if e["event"] == "refused" and _is_sylvie_code(e["by"])})

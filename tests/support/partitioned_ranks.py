@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 import torch.nn.functional as F
-from simulated_ranks import SimulatedRanks
 
+from support.simulated_ranks import SimulatedRanks
 from sylvie.comm.boundary_sampling import BoundarySample, BoundarySampler
 from sylvie.comm.halo_exchange import HaloExchange
 from sylvie.comm.halo_plan import HaloPlan
