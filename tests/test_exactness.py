@@ -67,7 +67,7 @@ CASES = [(a, p) for a in ("gcn", "sage", "gat") for p in (1, 2, 4)]
 def our_steps(cora_partitions, tmp_path_factory):
     """parts -> arch -> what the worker saved: the archs of every case with that many parts trained in one launch
     (one after another in the same ranks), when a test first asks for that part count. The ranks run with `import
-    dgl` refused (tests/no_dgl.py): what is compared with DGL here is trained without it."""
+    dgl` refused (tests/support/no_dgl.py): what is compared with DGL here is trained without it."""
     done = {}
     no_dgl = NoDGL(tmp_path_factory.mktemp("no-dgl"))
 

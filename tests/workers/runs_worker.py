@@ -1,5 +1,5 @@
-"""Run under torchrun (or tests/forked_ranks.py): several training runs one after another in the same ranks, each
-as `sylvie train` runs it (``run_training``: its own watchdog and process group, joined and left), and rank 0 then
+"""Run under torchrun (or tests/support/forked_ranks.py): several training runs one after another in the same ranks,
+each as `sylvie train` runs it (``run_training``: its own watchdog and process group, joined and left), and rank 0 then
 evaluates the run's model on the whole graph as `sylvie evaluate` does (``eval.json`` next to ``model.pt``). What a
 pipeline of one Snakemake job per run computes, without starting 4 ranks (each importing torch and DGL) and an
 evaluation process per run.
