@@ -70,7 +70,7 @@ def test_gat_on_two_ranks_in_fp32_on_torchs_path_is_float64_to_rounding(graph_di
         with torch_ops():
             reordered = [whole_graph_grads(graph, state, torch.float32, rng.permutation(len(graph.src)))
                          for _ in range(3)]
-        for name in ("convs.0.attn_l", "convs.0.attn_r", "convs.1.attn_l"):
+        for name in ("convs.0.convs.0.attn_l", "convs.0.convs.0.attn_r", "convs.1.convs.0.attn_l"):
             bound = 1e-4 * float(ref[name].abs().max())  # tests/test_gpu_training.py's atol
             error = float((grads[name].double() - ref[name]).abs().max())
             spread = max(float((g[name] - reordered[0][name]).abs().max()) for g in reordered[1:])

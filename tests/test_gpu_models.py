@@ -13,6 +13,7 @@ from support.partitioned_ranks import rank_graphs
 
 from sylvie.data.graph import load_graph
 from sylvie.models import GNN
+from sylvie.models.block import Block
 from sylvie.models.blocks import whole_graph_block
 from sylvie.sampling.neighbor_sampler import NeighborSampler
 
@@ -130,16 +131,16 @@ def test_two_ranks_sharing_the_gpu_compute_the_whole_graph_in_float64(arch, smal
         assert bool(np.all(np.asarray(g.shard.halo_owner) == 1 - r))
         at_peer = torch.from_numpy(np.array(g.shard.halo_owner_index, dtype=np.int64)).to(CUDA)
 
-        def halo(inner, layer):
-            hidden[r, layer] = inner
+        def halo(inner, layer):  # one node type: a list of one
+            hidden[r, layer] = inner[0]
             try:
                 barrier.wait()
             except threading.BrokenBarrierError:
                 raise RuntimeError(f"rank {1 - r} failed before layer {layer}") from None
-            return hidden[1 - r, layer][at_peer]
+            return [hidden[1 - r, layer][at_peer]]
 
         try:
-            return models[r](g.block.to(CUDA), g.x.to(device=CUDA, dtype=torch.float64), halo)
+            return models[r](Block.homogeneous(g.block).to(CUDA), g.x.to(device=CUDA, dtype=torch.float64), halo)
         except BaseException:
             barrier.abort()
             raise

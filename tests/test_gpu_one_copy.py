@@ -8,7 +8,7 @@ import pytest
 import torch
 from support.simulated_ranks import SimulatedRanks
 
-from sylvie.features.typed_features import TypedRankFeatures, TypeSpaces
+from sylvie.features.features_by_type import FeaturesByType, TypeSpaces
 from sylvie.sampling.batch_transfer import BatchTransfer, wait
 from sylvie.sampling.neighbor_sampler import NeighborSampler
 from sylvie.train.sampled_batches import BatchPreparer
@@ -38,7 +38,7 @@ def test_one_pinned_host_to_device_copy_a_minibatch(gpu_fraction, zero_copy):
         lo = offsets[rank]
         others = np.setdiff1d(np.arange(n), np.arange(lo, lo + 2000))
         cached = np.random.default_rng(rank).choice(others, 300, replace=False)
-        features = TypedRankFeatures(rank, spaces, [table[lo:lo + 2000].numpy()], [lo + np.arange(2000)[::-1]],
+        features = FeaturesByType(rank, spaces, [table[lo:lo + 2000].numpy()], [lo + np.arange(2000)[::-1]],
                                      [cached], a2a, gpu_fraction=gpu_fraction, zero_copy=zero_copy, device=CUDA)
         sampler = NeighborSampler(indptr, src, [5, 5], lo + np.arange(0, 2000, 4), batches, 0, rank)
         transfer = BatchTransfer(CUDA, 3)
@@ -55,9 +55,10 @@ def test_one_pinned_host_to_device_copy_a_minibatch(gpu_fraction, zero_copy):
             want = sampler.sample(seeds[i], 0, i)
             out.append((torch.equal(batch.x[0].cpu(), table[want.input_nodes]),
                         torch.equal(batch.labels.cpu(), labels[want.seeds]),
-                        all(torch.equal(g.indices.cpu(), w.indices) and torch.equal(g.indptr.cpu(), w.indptr)
+                        all(torch.equal(g.relations[0].indices.cpu(), w.relations[0].indices)
+                            and torch.equal(g.relations[0].indptr.cpu(), w.relations[0].indptr)
                             for g, w in zip(batch.blocks, want.blocks, strict=True)),
-                        batch.x[0].is_cuda and batch.blocks[0].indices.is_cuda))
+                        batch.x[0].is_cuda and batch.blocks[0].relations[0].indices.is_cuda))
         torch.cuda.synchronize()
         return out, transfer.sends
 

@@ -17,6 +17,7 @@ from sylvie.config import section
 from sylvie.data.graph import load_graph
 from sylvie.models import build_model
 from sylvie.models.blocks import whole_graph_block
+from sylvie.models.registry import self_loop_edges
 from sylvie.runtime.process_group import device_and_backend
 
 ARCHS = ("gcn", "sage", "gat")
@@ -69,7 +70,7 @@ def reference_steps(graph, settings: dict, states: list) -> tuple[list, list]:
     """Loss and gradients of our model on the whole graph, on the CPU in float64, from each of ``states``."""
     model_cfg = section("model", settings)
     model = build_model(model_cfg, graph.features.shape[1], graph.num_classes).double()
-    block = whole_graph_block(graph.src, graph.dst, graph.num_nodes, model_cfg.self_loop)
+    block = whole_graph_block(graph.src, graph.dst, graph.num_nodes, self_loop_edges(model_cfg))
     x, y = torch.tensor(graph.features, dtype=torch.float64), torch.tensor(graph.labels)
     train = torch.from_numpy(np.flatnonzero(graph.train_mask))
     losses, grads = [], []

@@ -29,7 +29,7 @@ AREAS = {
     "sylvie.comm.lowbit.cuda": "kernels", "sylvie.numba_cuda": "kernels",  # numba-cuda, importable with numpy 2.5
     "sylvie.models": "models",
     # the block: the one record our sampler builds and the models take (with the sort that gives its out-edges)
-    "sylvie.models.block": "block", "sylvie.models.block_transpose": "block", "sylvie.models.typed_block": "block",
+    "sylvie.models.block": "block", "sylvie.models.relation_block": "block", "sylvie.models.block_transpose": "block",
     "sylvie.partition": "partition", "sylvie.data": "data", "sylvie.formats": "formats",
     "sylvie.errors": "base", "sylvie.atomic": "base", "sylvie.arrow_arrays": "base", "sylvie.output_dir": "base",
     "sylvie.output_lock": "base", "sylvie.memory_budget": "base",

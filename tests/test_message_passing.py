@@ -14,7 +14,7 @@ from dgl.nn import SAGEConv as DGLSAGEConv
 
 from sylvie.models import aggregate_cpu
 from sylvie.models.block_transpose import transpose, transpose_torch
-from sylvie.models.blocks import csc, halo_subblock, local_block
+from sylvie.models.blocks import csc, halo_subblock, relation_block
 from sylvie.models.gat import GATConv
 from sylvie.models.gcn import GraphConv
 from sylvie.models.ops import aggregate, attend, torch_ops
@@ -39,7 +39,7 @@ def both(num_inner=40, num_halo=60, edges=500, self_loop=False, seed=0):
     rng = np.random.default_rng(seed + 1)
     out_deg = rng.integers(0, 9, num_inner + num_halo)  # global degrees; 0 is clamped to 1, as GraphConv does
     in_deg = np.bincount(dst, minlength=num_inner) + rng.integers(0, 3, num_inner)
-    ours = local_block(src, dst, num_inner, num_halo, in_deg, out_deg, self_loop)
+    ours = relation_block(src, dst, num_inner + num_halo, num_inner, True, self_loop, in_deg, out_deg)
     if self_loop:
         loops = np.arange(num_inner)
         src, dst = np.concatenate([src, loops]), np.concatenate([dst, loops])
@@ -147,7 +147,7 @@ def test_attention_dropout_drops_a_share_p_of_edge_weights_and_scales_the_rest()
     n, deg, p = 200, 50, 0.3
     dst = np.repeat(np.arange(n), deg)
     src = np.random.default_rng(0).permutation(n * deg)
-    block = local_block(src, dst, n, n * deg - n, np.full(n, deg), np.ones(n * deg, np.int64), False)
+    block = relation_block(src, dst, n + n * deg - n, n, True, False, np.full(n, deg), np.ones(n * deg, np.int64))
     feat = torch.zeros(n * deg, 2, n * deg, dtype=torch.float64)
     feat[block.indices.long(), :, torch.arange(n * deg)] = 1.0
     torch.manual_seed(0)
@@ -163,8 +163,8 @@ def test_attention_dropout_drops_a_share_p_of_edge_weights_and_scales_the_rest()
 def test_empty_blocks_and_destinations_without_edges_give_zeros(path):
     for num_inner, num_halo, edges in ((0, 5, 0), (4, 3, 0), (6, 0, 0)):
         src, dst = random_edges(num_inner, num_halo, edges, 0)
-        block = local_block(src, dst, num_inner, num_halo, np.zeros(num_inner, np.int64),
-                            np.zeros(num_inner + num_halo, np.int64), False)
+        block = relation_block(src, dst, num_inner + num_halo, num_inner, True, False, np.zeros(num_inner, np.int64),
+                               np.zeros(num_inner + num_halo, np.int64))
         x = torch.randn(block.num_src, 4, dtype=torch.float64, requires_grad=True)
         for layer in (GraphConv(4, 3).double(), MeanSAGEConv(4, 3).double(), GATConv(4, 3, 2).double()):
             torch.nn.init.zeros_(layer.bias if hasattr(layer, "bias") else layer.fc_self.bias)

@@ -6,7 +6,8 @@ import pytest
 import torch
 from dgl.nn import SAGEConv
 
-from sylvie.models.blocks import local_block
+from sylvie.models.block import Block
+from sylvie.models.blocks import relation_block
 from sylvie.models.dropout import Dropout
 from sylvie.models.gnn import GNN
 from sylvie.models.sage import MeanSAGEConv
@@ -58,7 +59,7 @@ def _random_block(num_inner=30, num_halo=50, edges=400, seed=0):
     dst = rng.integers(0, num_inner, edges)
     in_deg = np.bincount(dst, minlength=num_inner)
     out_deg = rng.integers(1, 9, num_inner + num_halo)
-    return src, dst, local_block(src, dst, num_inner, num_halo, in_deg, out_deg, self_loop=False)
+    return src, dst, relation_block(src, dst, num_inner + num_halo, num_inner, True, False, in_deg, out_deg)
 
 
 @pytest.mark.parametrize("d_in,d_out", [(12, 5), (5, 12)])
@@ -106,18 +107,18 @@ def test_gat_keeps_nothing_per_edge_for_the_backward():
         return t
 
     with torch.autograd.graph.saved_tensors_hooks(keep, lambda t: t):
-        out = model([block, block_of_destinations(block)], x)
+        out = model([Block.homogeneous(block), Block.homogeneous(block_of_destinations(block))], x)
     assert out.shape[0] == block.num_dst
     assert max(saved) < block.num_edges, f"kept a tensor of {max(saved)} rows; the block has {block.num_edges} edges"
 
 
 def block_of_destinations(block):
     """``block`` with its destinations as its sources too (a second layer over the first's outputs)."""
-    from sylvie.models.blocks import local_block
+    from sylvie.models.blocks import relation_block
     n = block.num_dst
     dst = np.repeat(np.arange(n), block.local_in_degree().numpy())
     src = block.indices.numpy() % n
-    return local_block(src, dst, n, 0, np.bincount(dst, minlength=n), np.bincount(src, minlength=n), False)
+    return relation_block(src, dst, n, n, True, False, np.bincount(dst, minlength=n), np.bincount(src, minlength=n))
 
 
 def dgl_block(src, dst, block):
@@ -134,8 +135,8 @@ def test_graphsage_keeps_no_tensor_over_every_source_row_for_the_backward():
     model = GNN("sage", 12, hidden, 5, layers=3, dropout=0.5).train()
     x = torch.randn(n_src, 12)
 
-    def halo(h, layer):  # differentiable, as the exchange, and keeps nothing of its own
-        return h.mean(0, keepdim=True) + torch.randn(n_src - n_inner, h.shape[1])
+    def halo(h, layer):  # differentiable, as the exchange, and keeps nothing of its own (one node type)
+        return [h[0].mean(0, keepdim=True) + torch.randn(n_src - n_inner, h[0].shape[1])]
 
     saved = []
 
@@ -145,7 +146,7 @@ def test_graphsage_keeps_no_tensor_over_every_source_row_for_the_backward():
         return t
 
     with torch.autograd.graph.saved_tensors_hooks(keep, lambda t: t):
-        out = model(block, x, halo)
+        out = model(Block.homogeneous(block), x, halo)
     assert out.shape == (n_inner, 5)
     assert saved and max(saved) <= n_inner, f"kept tensors of {max(saved)} rows; the inner rows are {n_inner}"
     out.sum().backward()

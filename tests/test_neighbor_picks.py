@@ -97,9 +97,14 @@ def _sampler(indptr, src, train, fanouts=(5, 10, 15), self_loop=False, rank=0):
     return NeighborSampler(indptr, src, list(fanouts), train, 8, seed=3, rank=rank, self_loop=self_loop)
 
 
+def _relations(mb) -> list:
+    """A homogeneous minibatch's blocks: the one relation of each."""
+    return [b.relations[0] for b in mb.blocks]
+
+
 def _digest(mb) -> str:
     h = hashlib.sha256(mb.seeds.numpy().tobytes())
-    for b in mb.blocks:
+    for b in _relations(mb):
         for t in (b.src_ids, b.dst_ids, b.indptr, b.indices, b.out_degree, b.in_degree):
             h.update(t.numpy().tobytes())
     return h.hexdigest()
@@ -133,11 +138,12 @@ def test_blocks_are_shaped_as_the_models_take_them(self_loop):
     indptr, src = _random_csc(4000, 12, seed=9)
     train = np.random.default_rng(0).permutation(4000)[:600]
     mb = _sampler(indptr, src, train, self_loop=self_loop).sample(train[:100], 0, 0)
-    assert torch.equal(mb.blocks[-1].dst_ids, mb.seeds)  # the last block's destinations: the seeds, in order
-    assert torch.equal(mb.input_nodes, mb.blocks[0].src_ids)
-    for inner, outer in zip(mb.blocks[1:], mb.blocks[:-1]):
+    blocks = _relations(mb)
+    assert torch.equal(blocks[-1].dst_ids, mb.seeds)  # the last block's destinations: the seeds, in order
+    assert torch.equal(mb.input_nodes, blocks[0].src_ids)
+    for inner, outer in zip(blocks[1:], blocks[:-1]):
         assert torch.equal(outer.dst_ids, inner.src_ids)  # block i's destinations feed block i+1
-    for b in mb.blocks:
+    for b in blocks:
         ids = b.src_ids.numpy()
         assert b.idtype == torch.int32 and len(np.unique(ids)) == len(ids)
         assert torch.equal(b.src_ids[:b.num_dst], b.dst_ids)  # destinations first
@@ -154,7 +160,7 @@ def test_blocks_are_shaped_as_the_models_take_them(self_loop):
 def test_an_empty_minibatch_gives_empty_blocks():
     indptr, src = _random_csc(100, 5, seed=1)
     mb = _sampler(indptr, src, np.arange(10)).sample(np.array([], np.int64), 0, 0)
-    assert [b.num_src for b in mb.blocks] == [0, 0, 0] and mb.input_nodes.shape == (0,)
+    assert [b.num_src for b in _relations(mb)] == [0, 0, 0] and mb.input_nodes.shape == (0,)
 
 
 def test_a_fanout_below_one_is_refused():

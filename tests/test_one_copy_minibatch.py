@@ -11,8 +11,7 @@ from support.simulated_ranks import SimulatedRanks
 
 from sylvie.features.batch_rows import BatchRows, gather_once
 from sylvie.features.cache_policy import cache_budget, local_order, select_cache
-from sylvie.features.typed_features import TypedRankFeatures, TypeSpaces
-from sylvie.models.typed_block import TypedBlock
+from sylvie.features.features_by_type import FeaturesByType, TypeSpaces
 from sylvie.partition.shard_reader import read_shard, read_topology
 from sylvie.sampling.batch_transfer import ALIGN, BatchTransfer, Layout
 from sylvie.sampling.neighbor_sampler import NeighborSampler
@@ -59,13 +58,11 @@ def _storage(t: torch.Tensor) -> int:
 
 
 def _block_arrays(block) -> list[torch.Tensor]:
-    blocks = block.relations if isinstance(block, TypedBlock) else (block,)
     out = []
-    for b in blocks:
+    for b in block.relations:
         out += [b.indptr, b.indices, b.in_degree, b.out_degree, b.src_ids, b.dst_ids]
         out += [b._transpose.indptr, b._transpose.dst, b._transpose.edge]
-    if isinstance(block, TypedBlock):
-        out += list(block.src_ids)
+    out += list(block.src_ids)
     return out
 
 
@@ -100,7 +97,7 @@ def test_four_ranks_minibatches_unpacked_from_one_buffer_are_the_samplers_and_th
         train = offsets[rank] + np.flatnonzero(shard.train)
         vip = vertex_inclusion_probability(topo.in_indptr, topo.in_src, train, 16, [5, 10])
         cached = select_cache("vip", rank, offsets, cache_budget(alpha, topo.num_nodes, PARTS), vip=vip)
-        features = TypedRankFeatures(rank, spaces, [shard.feat], [local_order(vip, rank, offsets)], [cached], a2a)
+        features = FeaturesByType(rank, spaces, [shard.feat], [local_order(vip, rank, offsets)], [cached], a2a)
         sampler = NeighborSampler(topo.in_indptr, topo.in_src, [10, 5], train, 4, 0, rank)
         transfer = BatchTransfer("cpu", 3)
         preparer = BatchPreparer(sampler, features, torch.tensor(shard.label), int(offsets[rank]), transfer)
@@ -147,7 +144,7 @@ def test_the_layout_a_gpu_takes_places_the_cpus_rows_and_the_devices_rows_after_
     def rank_fn(rank, a2a):
         offsets = np.array([0, 150, 300])
         lo = offsets[rank]
-        features = TypedRankFeatures(rank, TypeSpaces(offsets, np.diff(offsets)[:, None]), [rows[lo:lo + 150].numpy()],
+        features = FeaturesByType(rank, TypeSpaces(offsets, np.diff(offsets)[:, None]), [rows[lo:lo + 150].numpy()],
                                      [lo + np.arange(150)[::-1]], [np.arange(150 - lo, 170 - lo)], a2a).stores[0]
         store = features.tiers
         store.device_rows = store.table[:60]  # the first 60 table rows play the device tier

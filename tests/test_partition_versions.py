@@ -9,7 +9,7 @@ import pyarrow.ipc as ipc
 import pytest
 
 from sylvie.formats.partition_manifest import manifest_checksum, read_manifest
-from sylvie.models.blocks import local_block
+from sylvie.models.blocks import relation_block
 from sylvie.partition.shard_format import ID_COLUMNS, INT_COLUMNS, TOPOLOGY_COLUMNS
 from sylvie.partition.shard_reader import read_shard, read_topology
 
@@ -44,8 +44,8 @@ def test_ids_are_32_bit_and_a_version_2_partition_reads_the_same(cora_partitions
             want = np.int32 if name in ID_COLUMNS else np.int64
             assert getattr(a, name).dtype == want and getattr(b, name).dtype == np.int64, name
             assert np.array_equal(getattr(a, name), getattr(b, name)), name
-        blocks = [local_block(s.edge_src, s.edge_dst, s.num_inner, s.num_halo, s.in_degree,
-                              np.concatenate([s.out_degree, s.halo_out_degree]), True) for s in (a, b)]
+        blocks = [relation_block(s.edge_src, s.edge_dst, s.num_inner + s.num_halo, s.num_inner, True, True,
+                                 s.in_degree, np.concatenate([s.out_degree, s.halo_out_degree])) for s in (a, b)]
         assert all(bool((getattr(blocks[0], f) == getattr(blocks[1], f)).all())
                    for f in ("indptr", "indices", "in_degree", "out_degree"))
     ta, tb = read_topology(new), read_topology(old)

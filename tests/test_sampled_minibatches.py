@@ -48,7 +48,7 @@ def test_with_self_loops_every_vertex_of_a_full_neighbourhood_block_has_itself_a
     a destination's sources are its in-neighbours (with repeats, as the topology has them) plus itself once."""
     topo, _, train = _part(cora_partitions, 0)
     mb = NeighborSampler(topo.in_indptr, topo.in_src, [10_000], train, 1, 0, 0, self_loop=True).sample(train, 0, 0)
-    (block,) = mb.blocks
+    (block,) = (b.relations[0] for b in mb.blocks)
     src_ids, dst_ids = block.src_ids[block.indices.long()].numpy(), block.dst_ids[block.dst_of_edges()].numpy()
     for v in train[:50]:
         expected = np.sort(np.append(topo.in_src[topo.in_indptr[v]:topo.in_indptr[v + 1]], v))
@@ -69,7 +69,7 @@ def test_a_model_on_full_neighbourhood_blocks_computes_what_it_does_on_the_whole
     dst = np.repeat(np.arange(topo.num_nodes), np.diff(topo.in_indptr))
     whole = whole_graph_block(topo.in_src, dst, topo.num_nodes, self_loop=False)
     if arch == "gcn":  # sampled blocks normalise by their own degrees; with every neighbour, those are the global ones
-        for b in mb.blocks:
+        for b in (b.relations[0] for b in mb.blocks):
             b.out_degree = torch.from_numpy(np.bincount(topo.in_src, minlength=topo.num_nodes))[b.src_ids]
     with torch.no_grad():
         on_blocks = model(mb.blocks, feats[mb.input_nodes])

@@ -15,8 +15,8 @@ from sylvie.data.mag_like import MAG_EDGES, MAG_NODES, MAG_TOTAL
 from sylvie.errors import SylvieError
 from sylvie.formats.checksum import with_checksum
 from sylvie.graph_types import GraphTypes, Relation
-from sylvie.models.blocks import whole_graph_typed_block
-from sylvie.models.typed_gnn import TypedGNN
+from sylvie.models.blocks import whole_graph_block
+from sylvie.models.gnn import GNN
 
 pytestmark = pytest.mark.unit
 
@@ -135,15 +135,15 @@ def test_rgcn_learns_the_presets_venues_in_one_process():
     # its own graph: the margin R-GCN's relations give over the features alone shows at this size and class count
     mag = generate_from(section("dataset", {"preset": "mag", "nodes": 12_000, "classes": 20}), "mag")
     counts = mag.node_counts
-    tb = whole_graph_typed_block(mag.types, counts, mag.src, mag.dst, mag.relation)
+    tb = whole_graph_block(mag.src, mag.dst, counts, types=mag.types, relation=mag.relation)
     papers = counts[0]
     y = torch.from_numpy(mag.labels[:papers])
     train, val = (torch.from_numpy(m[:papers]) for m in (mag.train_mask, mag.val_mask))
 
     def fit(block):
         torch.manual_seed(0)
-        model = TypedGNN("rgcn", mag.types, mag.feature_widths, hidden=32, num_classes=mag.num_classes, layers=2,
-                         dropout=0.2, embedding_rows=counts, embedding_width=32)
+        model = GNN("rgcn", mag.feature_widths, hidden=32, num_classes=mag.num_classes, layers=2, dropout=0.2,
+                    embedding_rows=counts, embedding_width=32, types=mag.types)
         opt = torch.optim.Adam(model.parameters(), lr=0.01)
         x = [torch.from_numpy(mag.type_features[0]), None, None, None]
         for _ in range(25):
@@ -156,7 +156,7 @@ def test_rgcn_learns_the_presets_venues_in_one_process():
         with torch.no_grad():
             return (model(block, x).argmax(1)[val] == y[val]).float().mean().item()
 
-    no_edges = whole_graph_typed_block(mag.types, counts, mag.src[:0], mag.dst[:0], mag.relation[:0])
+    no_edges = whole_graph_block(mag.src[:0], mag.dst[:0], counts, types=mag.types, relation=mag.relation[:0])
     features_only, with_relations = fit(no_edges), fit(tb)
     assert with_relations > features_only + 0.05, (with_relations, features_only)
 

@@ -11,13 +11,16 @@ import torch.nn.functional as F
 from dgl.nn import GATConv as DGLGATConv
 from dgl.nn import GraphConv as DGLGraphConv
 from dgl.nn import HeteroGraphConv, RelGraphConv
+from dgl.nn import SAGEConv as DGLSAGEConv
 
 from sylvie.graph_types import HOMOGENEOUS, GraphTypes, Relation
-from sylvie.models.blocks import whole_graph_typed_block
+from sylvie.models.blocks import whole_graph_block
+from sylvie.models.gat import GATConv
+from sylvie.models.gnn import GNN
+from sylvie.models.initialisation import initialise_gat
 from sylvie.models.ops import torch_ops
-from sylvie.models.rgat import RelGATConv
+from sylvie.models.relational_conv import RelationalConv
 from sylvie.models.rgcn import RelGraphConv as OurRelGraphConv
-from sylvie.models.typed_gnn import TypedGNN
 
 pytestmark = pytest.mark.unit
 
@@ -91,7 +94,7 @@ def dgl_rgcn_layer(types, widths, out, ours: OurRelGraphConv):
 @pytest.mark.parametrize("out", [4, 2])  # widens (mean, then weight) and narrows (weight, then mean)
 def test_rgcn_layer_matches_dgl_heterograph_conv(path, out):
     src, dst, rel = typed_graph()
-    tb = whole_graph_typed_block(TYPES, COUNTS, src, dst, rel)
+    tb = whole_graph_block(src, dst, COUNTS, types=TYPES, relation=rel)
     ours = OurRelGraphConv(WIDTHS, out, [TYPES.ends(r) for r in range(len(TYPES.relations))]).double()
     with torch.no_grad():
         ours.bias.uniform_(-1, 1)
@@ -122,7 +125,7 @@ def test_rgcn_bases_match_dgl_rel_graph_conv(path):
     types = GraphTypes(("node",), rels, "node")
     n = 25
     src, dst, rel = typed_graph(types, (n,), (60, 40, 30))
-    tb = whole_graph_typed_block(types, (n,), src, dst, rel)
+    tb = whole_graph_block(src, dst, (n,), types=types, relation=rel)
     ours = OurRelGraphConv((6,), 4, [(0, 0)] * 3, num_bases=2).double()
     with torch.no_grad():
         ours.bias.uniform_(-1, 1)
@@ -170,10 +173,12 @@ def dgl_gat(ours_conv, in_src, in_dst, out, heads):
 def test_rgat_layer_matches_dgl_heterograph_conv(path, self_loop):
     """DGL's HeteroGraphConv of GATConvs, plus x_v W_loop[type] (computed here by hand) with the self-loop."""
     src, dst, rel = typed_graph()
-    tb = whole_graph_typed_block(TYPES, COUNTS, src, dst, rel)
+    tb = whole_graph_block(src, dst, COUNTS, types=TYPES, relation=rel)
     heads, out = 2, 3
     ends = [TYPES.ends(r) for r in range(len(TYPES.relations))]
-    ours = RelGATConv(WIDTHS, out, heads, ends, self_loop=self_loop).double()
+    convs = [initialise_gat(GATConv(WIDTHS[s] if WIDTHS[s] == WIDTHS[d] else (WIDTHS[s], WIDTHS[d]), out, heads))
+             for s, d in ends]
+    ours = RelationalConv(convs, ends, WIDTHS if self_loop else None, out, heads).double()
     assert (ours.loop_weight is not None) == self_loop
     with torch.no_grad():
         for conv in ours.convs:
@@ -212,7 +217,7 @@ def loop(conv, t: int, x: torch.Tensor):
     return 0 if conv.loop_weight is None else x @ conv.loop_weight[t]
 
 
-def dgl_stack(model: TypedGNN, g, xs: dict, arch: str, layers: int):
+def dgl_stack(model: GNN, g, xs: dict, arch: str, layers: int):
     """The same stack in DGL, built from our model's parameters (its embedding tables included)."""
     types = model.types
     h = dict(xs)
@@ -227,28 +232,51 @@ def dgl_stack(model: TypedGNN, g, xs: dict, arch: str, layers: int):
             msgs = mods(g, h)
             out = {n: msgs.get(n, 0) + loop(conv, t, h[n]) + conv.bias for t, n in enumerate(types.node_types)}
         else:
-            mods = HeteroGraphConv({rel.name: dgl_gat(conv.convs[r], widths[rel.src], widths[rel.dst],
-                                                      conv.out_feats, conv.num_heads)
+            make = {"gcn": dgl_gcn, "sage": dgl_sage}.get(arch, dgl_gat)
+            mods = HeteroGraphConv({rel.name: make(conv.convs[r], widths[rel.src], widths[rel.dst],
+                                                   conv.out_feats, conv.num_heads)
                                     for r, rel in enumerate(types.relations)}, aggregate="sum")
             msgs = mods(g, h)
             out = {n: msgs[n] + (0 if conv.loop_weight is None else loop(conv, t, h[n]).view(msgs[n].shape))
                    for t, n in enumerate(types.node_types) if n in msgs}
-            out = {n: (y.mean(1) if last else y.flatten(1)) for n, y in out.items()}
-        h = out if last else {n: (F.elu(y) if arch == "rgat" else F.relu(y)) for n, y in out.items()}
+            if conv.num_heads is not None:
+                out = {n: (y.mean(1) if last else y.flatten(1)) for n, y in out.items()}
+        h = out if last else {n: (F.elu(y) if arch in ("gat", "rgat") else F.relu(y)) for n, y in out.items()}
     return h[types.target]
 
 
+def dgl_gcn(ours_conv, in_src, in_dst, out, heads):
+    """DGL's GraphConv (symmetric normalisation by the relation's degrees) with our layer's weights."""
+    conv = DGLGraphConv(in_src, out, norm="both", allow_zero_in_degree=True).double()
+    with torch.no_grad():
+        conv.weight.copy_(ours_conv.weight)
+        conv.bias.copy_(ours_conv.bias)
+    return conv
+
+
+def dgl_sage(ours_conv, in_src, in_dst, out, heads):
+    """DGL's SAGEConv (mean) with our layer's weights."""
+    conv = DGLSAGEConv(in_src if in_src == in_dst else (in_src, in_dst), out, "mean").double()
+    with torch.no_grad():
+        conv.fc_neigh.weight.copy_(ours_conv.fc_neigh.weight)
+        conv.fc_self.weight.copy_(ours_conv.fc_self.weight)
+        conv.fc_self.bias.copy_(ours_conv.fc_self.bias)
+    return conv
+
+
 @pytest.mark.parametrize("path", PATHS)
-@pytest.mark.parametrize("arch", ["rgcn", "rgat"])
+@pytest.mark.parametrize("arch", ["gcn", "sage", "gat", "rgcn", "rgat"])
 @pytest.mark.parametrize("self_loop", [True, False])
 def test_stack_with_an_embedding_table_matches_dgl(path, arch, self_loop):
-    """Three layers, dropout off; ``field`` has no features: its embedding rows get their gradients."""
+    """Three layers, dropout off, every architecture on a typed graph as DGL's ``HeteroGraphConv`` of the same
+    convolutions (R-GCN: of ``GraphConv(norm='right')``), with and without a self-loop weight per type; ``field``
+    has no features: its embedding rows get their gradients."""
     src, dst, rel = typed_graph()
-    tb = whole_graph_typed_block(TYPES, COUNTS, src, dst, rel)
+    tb = whole_graph_block(src, dst, COUNTS, types=TYPES, relation=rel)
     widths = (5, 3, None)
     torch.manual_seed(0)
-    model = TypedGNN(arch, TYPES, widths, hidden=4, num_classes=3, layers=3, dropout=0.0, heads=2,
-                     embedding_rows=COUNTS, self_loop=self_loop).double()
+    model = GNN(arch, widths, hidden=4, num_classes=3, layers=3, dropout=0.0, heads=2, embedding_rows=COUNTS,
+                loop_weight=self_loop, types=TYPES).double()
     assert all((conv.loop_weight is not None) == self_loop for conv in model.convs)
     xs = features((5, 3), COUNTS[:2]) + [None]
     got = run(path, lambda: model(tb, xs))
@@ -280,7 +308,7 @@ def test_a_reverse_given_is_not_reversed_again():
 
 
 def test_embedding_rows_start_alike_for_any_seed_the_schema_allows():
-    from sylvie.models.typed_gnn import EMBEDDING_CHUNK, embedding_init
+    from sylvie.models.gnn import EMBEDDING_CHUNK, embedding_init
     ids = torch.tensor([0, 5, EMBEDDING_CHUNK + 3])
     whole = embedding_init(torch.arange(EMBEDDING_CHUNK + 4), 3, 2 ** 32 - 1, 2)
     assert torch.equal(embedding_init(ids, 3, 2 ** 32 - 1, 2), whole[ids])

@@ -79,22 +79,6 @@ def test_each_hop_draws_each_relations_fanout_from_that_relations_in_edges(mag):
                for a, b in zip(x.relations, y.relations))
 
 
-def test_a_homogeneous_graphs_typed_blocks_are_its_blocks(mag):
-    """A typed model (R-GCN, R-GAT) on a homogeneous graph samples the same vertices as GraphSAGE does."""
-    rng = np.random.default_rng(0)
-    n = 2_000
-    dst = np.sort(rng.integers(0, n, 20_000))
-    src = rng.integers(0, n, 20_000)
-    indptr = np.concatenate([[0], np.cumsum(np.bincount(dst, minlength=n))])
-    train = np.arange(0, n, 4)
-    plain = NeighborSampler(indptr, src, [4, 6], train, 5, 1, 0)
-    typed = NeighborSampler(indptr, src, [4, 6], train, 5, 1, 0, typed_blocks=True)
-    a, b = plain.sample(train[:100], 0, 0), typed.sample(train[:100], 0, 0)
-    assert torch.equal(a.input_nodes, b.input_nodes)
-    for x, y in zip(a.blocks, b.blocks):
-        assert torch.equal(x.indices, y.relations[0].indices) and torch.equal(x.indptr, y.relations[0].indptr)
-
-
 def test_vip_is_each_node_types_inclusion_frequency_within_the_monte_carlos_error(mag):
     """Every vertex's share of the minibatches (2 hops, a fanout per relation) whose input it is, over 150 epochs of
     the sampler itself, against its VIP: for each node type the mean error within 1.5 standard errors of the
@@ -147,8 +131,8 @@ def test_a_typed_model_on_full_neighbourhood_blocks_computes_what_it_does_on_the
     """Blocks that draw every in-edge of every relation are the whole graph around the seeds: the same model (same
     weights) gives the seeds the rows it gives them on the whole graph's typed block (itself checked against DGL's
     HeteroGraphConv in tests/test_typed_models.py), 3 layers, in float64."""
-    from sylvie.models.blocks import whole_graph_typed_block
-    from sylvie.models.typed_gnn import TypedGNN
+    from sylvie.models.blocks import whole_graph_block
+    from sylvie.models.gnn import GNN
 
     # its own graph: the igbh preset, whose every node type has features (the model here takes each type's rows)
     graph = generate_from(section("dataset", {"preset": "igbh", "nodes": 1_500, "classes": 5, "features": 6}),
@@ -158,8 +142,8 @@ def test_a_typed_model_on_full_neighbourhood_blocks_computes_what_it_does_on_the
     topo = read_topology(tmp_path / "p2")
     types = topo.types
     torch.manual_seed(0)
-    model = TypedGNN(arch, types, graph.feature_widths, 8, 5, layers=3, heads=2, dropout=0.0).double().eval()
-    whole = whole_graph_typed_block(types, graph.node_counts, graph.src, graph.dst, graph.edge_relations())
+    model = GNN(arch, graph.feature_widths, 8, 5, layers=3, heads=2, dropout=0.0, types=types).double().eval()
+    whole = whole_graph_block(graph.src, graph.dst, graph.node_counts, types=types, relation=graph.edge_relations())
     xs = [torch.tensor(graph.features_of(t), dtype=torch.float64) for t in range(len(types.node_types))]
     with torch.no_grad():
         expected = model(whole, xs)
@@ -211,7 +195,7 @@ def test_a_byte_budget_takes_rows_by_score_per_byte_across_widths():
     """Two node types of 4 and 1 columns: the cache's budget is bytes, rows ranked by score per byte, each taken
     while it fits; random fills the same budget in a seeded order; a part's type ranges map to each type's space."""
     from sylvie.features.cache_policy import cache_budget_bytes, select_cache
-    from sylvie.features.typed_features import TypeSpaces
+    from sylvie.features.features_by_type import TypeSpaces
 
     offsets = np.array([0, 6, 12])  # part 0: ids 0-5, part 1: ids 6-11; types (wide, narrow) of 2 + 4, 3 + 3 rows
     row_bytes = np.array([16, 16, 4, 4, 4, 4, 16, 16, 16, 4, 4, 4])

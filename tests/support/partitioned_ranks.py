@@ -20,7 +20,8 @@ from sylvie.comm.halo_plan import HaloPlan
 from sylvie.comm.staleness import BoundedStalenessAdaptor
 from sylvie.formats.partition_manifest import read_manifest
 from sylvie.models import build_model
-from sylvie.models.blocks import halo_subblock, local_block
+from sylvie.models.block import Block
+from sylvie.models.blocks import halo_subblock, relation_block
 from sylvie.partition.shard_format import Shard
 from sylvie.partition.shard_reader import read_shard
 
@@ -47,8 +48,8 @@ def rank_graphs(partition_dir, self_loop: bool) -> list[SimulatedRank]:
                         s.halo_counts().tolist(), s.num_inner, s.num_halo)
         if world == 1:
             plan = HaloPlan(torch.zeros(0, dtype=torch.long), [0], [0], s.num_inner, 0)
-        block = local_block(s.edge_src, s.edge_dst, s.num_inner, s.num_halo, s.in_degree,
-                            np.concatenate([s.out_degree, s.halo_out_degree]), self_loop)
+        block = relation_block(s.edge_src, s.edge_dst, s.num_inner + s.num_halo, s.num_inner, True, self_loop,
+                               s.in_degree, np.concatenate([s.out_degree, s.halo_out_degree]))
         halo_x = np.stack([shards[o].feat[i] for o, i in zip(s.halo_owner, s.halo_owner_index)]) if s.num_halo \
             else np.zeros((0, s.feat.shape[1]), np.float32)
         x = torch.tensor(np.concatenate([s.feat, halo_x]))
@@ -108,7 +109,7 @@ def train(graphs: list[SimulatedRank], model_cfg, share: float, epochs: int, bit
             weights.append(copy.deepcopy(model.state_dict()))
             model.train()
             opt.zero_grad(set_to_none=True)
-            logits = model(block, x, halo)
+            logits = model(Block.homogeneous(block), x, lambda rows, layer: [halo(rows[0], layer)])
             loss_sum = F.cross_entropy(logits[g.train_idx], g.labels[g.train_idx], reduction="sum")
             (loss_sum / num_train).backward()
             params = [p for p in model.parameters()]

@@ -1,5 +1,6 @@
-"""Run under torchrun: per architecture of the comma-separated argv[2] (rgcn, rgat; rgcn-bases: R-GCN with 2 bases;
-rgat-noloop: R-GAT without its self-loop weight),
+"""Run under torchrun: per architecture of the comma-separated argv[2] (gcn, sage, gat, rgcn, rgat; rgcn-bases: R-GCN
+with 2 bases; rgat-noloop: R-GAT without its self-loop weight; rgcn-bns: R-GCN under boundary-node sampling, 0.5;
+each with its own self-loops otherwise),
 3 training steps of the real trainer on the typed partition argv[1]; rank 0 saves to argv[3]/<arch>.pt the weights
 before every step (embedding tables whole), every step's loss, and its gradients (the embedding tables' whole,
 gathered from the ranks that hold their rows)."""
@@ -21,9 +22,10 @@ shard = read_shard(partition_dir, ctx.rank, read_manifest(partition_dir))
 for name in archs:
     arch, _, variant = name.partition("-")
     model = section("model", {"arch": arch, "dropout": 0.0, "hidden": 8, "heads": 2, "layers": 2,
-                              "num_bases": 2 if variant == "bases" else None, "embedding_width": 12,
-                              "self_loop": variant != "noloop"})
-    trainer = FullGraphTrainer(ctx, shard, model, section("train"), section("comm"), seed=0)
+                              "num_bases": 2 if variant == "bases" else None,
+                              "loop_weight": False if variant == "noloop" else None})
+    train = section("train", {"boundary_sampling": 0.5} if variant == "bns" else {})
+    trainer = FullGraphTrainer(ctx, shard, model, train, section("comm"), seed=0)
     states, losses, grads = [], [], []
     for step in range(3):
         states.append(trainer.weights())
