@@ -35,6 +35,7 @@ def main() -> None:
     ap.add_argument("--before-name", default="before", help="what the before version is (a revision)")
     ap.add_argument("--after-name", default="after", help="what the after version is (a revision)")
     ap.add_argument("--epochs", type=int, default=20, help="the first epochs whose losses the table shows")
+    ap.add_argument("--topic", default="same-losses", help="the record's topic (its file name's middle)")
     add_record_option(ap, "same-losses")
     args = ap.parse_args()
     before, after = runs(args.before), runs(args.after)
@@ -53,7 +54,7 @@ def main() -> None:
         last = min(args.epochs, len(a)) - 1
         lines.append(f"| {name} | {first}/{min(args.epochs, len(a))} | {a[0]!r} | {a[last]!r} | {b[last]!r} | "
                      f"{'yes' if whole else 'no'} |")
-    publish("\n".join(lines), args.record and "same-losses")
+    publish("\n".join(lines), args.record and args.topic)
 
 
 if __name__ == "__main__":
