@@ -9,9 +9,8 @@ import torch
 import torch.nn.functional as F
 from support.commands import REPO, ranks
 from support.no_dgl import NoDGL
+from support.partitioned_ranks import dropped_by, halo_plan
 
-from sylvie.comm.boundary_sampling import BoundarySampler
-from sylvie.comm.halo_plan import HaloPlan
 from sylvie.data.graph import load_graph
 from sylvie.formats.partition_manifest import read_manifest
 from sylvie.models.blocks import whole_graph_block
@@ -56,14 +55,8 @@ def dropped_edges(partition_dir, epoch: int) -> np.ndarray:
     shards = [read_shard(partition_dir, r, manifest) for r in range(manifest["num_parts"])]
     dropped = []
     for r, s in enumerate(shards):
-        sends = [q.halo_owner_index[q.halo_owner == r] for q in shards]
-        plan = HaloPlan(torch.tensor(np.concatenate(sends), dtype=torch.long), [len(x) for x in sends],
-                        s.halo_counts().tolist(), s.num_inner, s.num_halo)
-        kept = np.zeros(s.num_halo, bool)
-        kept[BoundarySampler(plan, BNS_SHARE, SEED, r).sample(epoch).halo_kept.numpy()] = True
+        gone = dropped_by(s, halo_plan(shards, r), BNS_SHARE, SEED, r, epoch)
         src, dst = np.asarray(s.edge_src, np.int64), np.asarray(s.edge_dst, np.int64)
-        gone = src >= s.num_inner
-        gone[gone] = ~kept[src[gone] - s.num_inner]
         dropped.append(np.stack([np.asarray(s.halo_global_id, np.int64)[src[gone] - s.num_inner],
                                  np.asarray(s.global_id, np.int64)[dst[gone]], s.edge_relation[gone]], 1))
     return np.concatenate(dropped)

@@ -10,7 +10,8 @@ import re
 
 from sylvie.models.registry import RELATIONAL
 
-_LAYER_KEY = re.compile(r"convs\.(\d+)\.(?!convs\.)(.*)")
+_LAYER_KEY = re.compile(r"convs\.(\d+)\.(?!convs\.)(.*)")  # a layer's weight written before (no relation)
+_ONE_RELATION = re.compile(r"^convs\.(\d+)\.convs\.0\.")  # today's layer's one relation
 
 
 def current_model_cfg(cfg: dict) -> dict:
@@ -37,6 +38,3 @@ def one_relation_keys(state: dict) -> dict:
     """The weights of a model of one relation under the names of a stack of one convolution a layer
     (``convs.<layer>.<weight>``, as before and as DGL's examples name them): the inverse of ``current_weights``."""
     return {_ONE_RELATION.sub(r"convs.\1.", k): v for k, v in state.items()}
-
-
-_ONE_RELATION = re.compile(r"^convs\.(\d+)\.convs\.0\.")

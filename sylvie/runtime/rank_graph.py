@@ -102,10 +102,9 @@ class RankGraph:
         model's own, 1 .. layers - 1)."""
         return RankHalo(exchange, self.rows, self.embedded, layers)
 
-    def subgraph(self, halo_kept: torch.Tensor) -> tuple[Block, list]:
-        """(block, layer-0 rows) of the partition keeping only the halo rows ``halo_kept`` (indices among the halo
-        rows, ascending): per type its inner rows, then its kept halo rows."""
-        kept, _ = self.rows.kept(halo_kept)
+    def subgraph(self, kept: list[torch.Tensor]) -> tuple[Block, list]:
+        """(block, layer-0 rows) of the partition keeping only some halo rows (``kept``: per type, their positions
+        among the type's halo rows, ascending; ``TypeRows.kept``): per type its inner rows, then its kept halo rows."""
         rels = []
         for r, rel in enumerate(self.block.relations):
             s = self.types.ends(r)[0]

@@ -28,11 +28,9 @@ class RankHalo:
         if self.split is None:
             self.split = self.rows.halo_of
 
-    def sampled(self, halo_kept: torch.Tensor, every_row: bool) -> RankHalo:
-        """The halo of an epoch that keeps only the halo rows ``halo_kept`` (all of them: ``every_row``)."""
-        if every_row:
-            return self
-        kept, split = self.rows.kept(halo_kept)
+    def sampled(self, kept: list[torch.Tensor], split: list[torch.Tensor]) -> RankHalo:
+        """The halo of an epoch that keeps only some halo rows (``TypeRows.kept``'s: per type, the kept rows among
+        its own, and where they are among the kept rows)."""
         return replace(self, split=split, kept=kept)
 
     def __call__(self, inner: list, layer: int) -> list:

@@ -88,9 +88,12 @@ class FullGraphTrainer:
         t0 = time.perf_counter()
         sample = self.sampler.sample(epoch)
         ahead = self.sampler.sample(epoch + 1).plan if keep else None
-        whole = sample.every_halo_row
-        block, x = (self.graph.block, self.graph.x) if whole else self.graph.subgraph(sample.halo_kept)
-        self.model_halo = self.whole_halo.sampled(sample.halo_kept, whole)
+        if sample.every_halo_row:
+            block, x, self.model_halo = self.graph.block, self.graph.x, self.whole_halo
+        else:  # each type's kept halo rows, found once for the block and the halo rows
+            kept = self.graph.rows.kept(sample.halo_kept)
+            block, x = self.graph.subgraph(kept[0])
+            self.model_halo = self.whole_halo.sampled(*kept)
         self.sample_seconds = time.perf_counter() - t0  # what sampling costs the epoch (recorded as sample_time)
         self.halo.begin_round(epoch, fresh=fresh, keep=keep, plan=sample.plan, next_plan=ahead)
         return block, x

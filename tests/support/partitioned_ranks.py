@@ -36,18 +36,34 @@ class SimulatedRank:
     train_idx: torch.Tensor
 
 
+def halo_plan(shards: list[Shard], r: int) -> HaloPlan:
+    """Rank ``r``'s halo plan, its send lists from the peers' halo tables."""
+    s = shards[r]
+    if len(shards) == 1:
+        return HaloPlan(torch.zeros(0, dtype=torch.long), [0], [0], s.num_inner, 0)
+    sends = [q.halo_owner_index[q.halo_owner == r] for q in shards]  # in q's halo order
+    return HaloPlan(torch.tensor(np.concatenate(sends), dtype=torch.long), [len(x) for x in sends],
+                    s.halo_counts().tolist(), s.num_inner, s.num_halo)
+
+
+def dropped_by(shard: Shard, plan: HaloPlan, share: float, seed: int, rank: int, epoch: int) -> np.ndarray:
+    """Which of ``shard``'s edges rank ``rank``'s boundary sample of ``epoch`` drops (bool): those from the halo rows
+    it does not keep."""
+    kept = np.zeros(shard.num_halo, dtype=bool)
+    kept[BoundarySampler(plan, share, seed, rank).sample(epoch).halo_kept.numpy()] = True
+    src = np.asarray(shard.edge_src)
+    gone = src >= shard.num_inner
+    gone[gone] = ~kept[src[gone] - shard.num_inner]
+    return gone
+
+
 def rank_graphs(partition_dir, self_loop: bool) -> list[SimulatedRank]:
     """Every rank's plan (send lists from the peers' halo tables), block and layer-0 rows (halo rows from owners)."""
     manifest = read_manifest(partition_dir)
     shards = [read_shard(partition_dir, r, manifest) for r in range(manifest["num_parts"])]
-    world = len(shards)
     out = []
     for r, s in enumerate(shards):
-        sends = [q.halo_owner_index[q.halo_owner == r] for q in shards]  # in q's halo order
-        plan = HaloPlan(torch.tensor(np.concatenate(sends), dtype=torch.long), [len(x) for x in sends],
-                        s.halo_counts().tolist(), s.num_inner, s.num_halo)
-        if world == 1:
-            plan = HaloPlan(torch.zeros(0, dtype=torch.long), [0], [0], s.num_inner, 0)
+        plan = halo_plan(shards, r)
         block = relation_block(s.edge_src, s.edge_dst, s.num_inner + s.num_halo, s.num_inner, True, self_loop,
                                s.in_degree, np.concatenate([s.out_degree, s.halo_out_degree]))
         halo_x = np.stack([shards[o].feat[i] for o, i in zip(s.halo_owner, s.halo_owner_index)]) if s.num_halo \
@@ -138,11 +154,7 @@ def dropped_edges(graphs: list[SimulatedRank], share: float, seed: int, epoch: i
     dropped = set()
     for rank, g in enumerate(graphs):
         s = g.shard
-        kept = np.zeros(s.num_halo, dtype=bool)
-        kept[BoundarySampler(g.plan, share, seed, rank).sample(epoch).halo_kept.numpy()] = True
+        gone = dropped_by(s, g.plan, share, seed, rank, epoch)
         src, dst = np.asarray(s.edge_src), np.asarray(s.edge_dst)
-        halo = src >= s.num_inner
-        gone = halo.copy()
-        gone[halo] = ~kept[src[halo] - s.num_inner]
         dropped |= set(zip(s.halo_global_id[src[gone] - s.num_inner].tolist(), s.global_id[dst[gone]].tolist()))
     return dropped
