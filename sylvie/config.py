@@ -31,6 +31,7 @@ from sylvie.config_sections import (
     CommConfig,
     EvaluateConfig,
     FeaturesConfig,
+    LinkConfig,
     ModelConfig,
     PartitionConfig,
     SamplingConfig,
@@ -41,15 +42,16 @@ from sylvie.errors import SylvieError
 
 SCHEMA_PATH = Path(__file__).parent / "schema" / "config.schema.yaml"
 JSON_SCHEMA_PATH = SCHEMA_PATH.with_suffix(".json")
-SECTIONS = ("partition", "model", "train", "comm", "sampling", "cache", "features", "evaluate")
+SECTIONS = ("partition", "model", "train", "comm", "sampling", "cache", "features", "link", "evaluate")
 # the class of each section section() builds: the run's sections and a dataset's options
 SECTION_CLASSES: dict[str, type] = {
     "partition": PartitionConfig, "model": ModelConfig, "train": TrainConfig, "comm": CommConfig,
-    "sampling": SamplingConfig, "cache": CacheConfig, "features": FeaturesConfig, "evaluate": EvaluateConfig,
+    "sampling": SamplingConfig, "cache": CacheConfig, "features": FeaturesConfig, "link": LinkConfig,
+    "evaluate": EvaluateConfig,
     "dataset": DatasetConfig,
 }
 Section = (PartitionConfig | ModelConfig | TrainConfig | CommConfig | SamplingConfig | CacheConfig | FeaturesConfig
-           | EvaluateConfig | DatasetConfig)
+           | LinkConfig | EvaluateConfig | DatasetConfig)
 SectionValues = Mapping[str, Any] | Section | None
 # the sections a run of each training mode ignores: the other mode's settings
 OTHER_MODE_SECTIONS = {"full": ("sampling", "cache", "features"), "sampled": ("comm",)}
@@ -128,6 +130,7 @@ class Run:
     sampling: SamplingConfig
     cache: CacheConfig
     features: FeaturesConfig
+    link: LinkConfig
     evaluate: EvaluateConfig
 
     @property
@@ -233,6 +236,7 @@ def resolve_runs(config: dict, where: str = "config") -> dict[str, Run]:
                   sampling=section("sampling", merged.get("sampling"), where=f"{at}.sampling"),
                   cache=section("cache", merged.get("cache"), where=f"{at}.cache"),
                   features=section("features", merged.get("features"), where=f"{at}.features"),
+                  link=section("link", merged.get("link"), where=f"{at}.link"),
                   evaluate=section("evaluate", merged.get("evaluate"), where=f"{at}.evaluate"))
         mode = run.train.mode
         ignored = [s for s in OTHER_MODE_SECTIONS[mode] if (override or {}).get(s)]
@@ -273,6 +277,8 @@ def section(name: Literal["sampling"], values: SectionValues = None, where: str 
 def section(name: Literal["cache"], values: SectionValues = None, where: str | None = None) -> CacheConfig: ...
 @overload
 def section(name: Literal["features"], values: SectionValues = None, where: str | None = None) -> FeaturesConfig: ...
+@overload
+def section(name: Literal["link"], values: SectionValues = None, where: str | None = None) -> LinkConfig: ...
 @overload
 def section(name: Literal["evaluate"], values: SectionValues = None, where: str | None = None) -> EvaluateConfig: ...
 @overload
@@ -420,6 +426,8 @@ def section_from_args(args: argparse.Namespace, name: Literal["sampling"], skip:
 def section_from_args(args: argparse.Namespace, name: Literal["cache"], skip: _Skip = ()) -> CacheConfig: ...
 @overload
 def section_from_args(args: argparse.Namespace, name: Literal["features"], skip: _Skip = ()) -> FeaturesConfig: ...
+@overload
+def section_from_args(args: argparse.Namespace, name: Literal["link"], skip: _Skip = ()) -> LinkConfig: ...
 @overload
 def section_from_args(args: argparse.Namespace, name: Literal["dataset"], skip: _Skip = ()) -> DatasetConfig: ...
 @overload

@@ -121,8 +121,39 @@ class DatasetConfig:
         minimum=0, maximum=1)
     seed: int = knob(
         0,
-        "synthetic: generator seed; files, dgl: the random split's (0 to 2^32-1, as every seed)",
+        "synthetic: generator seed; files, dgl: the random split's; planetoid, synthetic, files, dgl with "
+        "edge_split: the edge split's and its negatives' (0 to 2^32-1, as every seed)",
         minimum=0, maximum=4294967295)
+    edge_split: list[float] | None = knob(
+        None,
+        "link prediction: hold out these shares [val, test] of the edges at random (seed; an undirected edge as "
+        "one, both directions held out), to be predicted; the rest train and carry the messages; null: no edge "
+        "split drawn (files: edge_split_column, or val_edges and test_edges, give one; ogbl-*: OGB's own)")
+    edge_split_column: str | None = knob(
+        None,
+        "files, link prediction: the edge list's column giving each edge's split: train, val (or valid, "
+        "validation), test; or 0, 1, 2")
+    val_edges: str | None = knob(
+        None,
+        "files, link prediction: the validation pairs (a file or folder, edge_columns naming the columns), edges "
+        "then holding the training edges; with test_edges")
+    test_edges: str | None = knob(
+        None,
+        "files, link prediction: the test pairs (a file or folder, edge_columns naming the columns); with val_edges")
+    negatives_column: str | None = knob(
+        None,
+        "files, link prediction: a list column of the validation and test pairs giving each pair's negative "
+        "destinations (as OGB stores ogbl-citation2's), every list of one length; null: eval_negatives drawn once")
+    eval_negatives: int = knob(
+        100,
+        "link prediction: negative destinations drawn once (seed) for each validation and test pair where none are "
+        "given, none an edge of any split nor the pair itself, written beside the canonical graph so that every run "
+        "ranks against the same ones",
+        minimum=1, maximum=2147483647)
+    leaked_edges: Literal["error", "keep"] = knob(
+        "error",
+        "files, link prediction: a validation or test pair that is also a training edge (a leak: message passing "
+        "would see it). error: refused, naming the first; keep: kept, with a warning giving the count")
     structure: Literal["blocks", "nested", "mag", "igbh"] = knob(
         "blocks",
         "synthetic: blocks: a degree-corrected stochastic block model, one block per class and no locality within a "

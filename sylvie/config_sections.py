@@ -197,6 +197,11 @@ class TrainConfig:
         "busy machine or file system)",
         minimum=1, resumable=True)
 
+    task: Literal["node", "link"] = knob(
+        "node",
+        "node: node classification (labels on nodes); link: link prediction, the dataset's edge split's pairs scored "
+        "by link.decoder from the model's embeddings, against negatives (see link)")
+
     def __post_init__(self) -> None:
         """The rules between train's own knobs (with another section's: ``sylvie.config.check_run``)."""
         p = self.boundary_sampling
@@ -301,6 +306,36 @@ class FeaturesConfig:
         "gathers them into a pinned buffer that is copied over; auto: on exactly when there is a GPU; on without a "
         "GPU is an error",
         resumable=True)
+
+
+@dataclass(frozen=True)
+class LinkConfig:
+    """The ``link`` section: link prediction (``train.task`` link): how pairs are scored, the loss, the negatives."""
+
+    decoder: Literal["dot", "mlp", "distmult"] = knob(
+        "dot",
+        "a pair's score from its ends' embeddings. dot: their dot product; mlp: an MLP (model.hidden units, ReLU) on "
+        "their elementwise product, as OGB's link predictor; distmult: sum of h_u * w_r * h_v with a learnt vector "
+        "w_r per relation")
+    loss: Literal["bce", "contrastive"] = knob(
+        "bce",
+        "bce: binary cross-entropy, each positive pair against 1 and each negative against 0, the mean over all; "
+        "contrastive: softmax cross-entropy of each positive among itself and its negatives (InfoNCE, GraphStorm's "
+        "contrastive loss), the mean over the positives")
+    negatives: int = knob(
+        1,
+        "negative pairs per positive (k): the positive's source with k destinations drawn by negative_sampler",
+        minimum=1, maximum=2147483647)
+    negative_sampler: Literal["uniform", "local", "joint"] = knob(
+        "uniform",
+        "uniform: each negative destination drawn uniformly from the nodes (of the relation's destination type); "
+        "local: from the rank's own nodes, so that no remote rows travel for them (GraphStorm's localjoint); joint: "
+        "k destinations drawn once per batch, shared by its positives. Each a hash of (seed, epoch, pair), so the "
+        "same on any number of threads")
+    remote_bits: Literal[1, 2, 4, 8, 32] = knob(
+        32,
+        "full-graph: width of the pair ends' embeddings fetched from the ranks that own them, and of the gradients "
+        "sent back: 32 = fp32, 1-8 = the Low-bit Module's stochastic rounding per row")
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from sylvie.arrow_arrays import as_numpy
 from sylvie.atomic import atomic_path, read_json
 from sylvie.errors import SylvieError, one_line
 from sylvie.formats.checksum import checked, with_checksum
+from sylvie.formats.link_pairs import LinkPairs, read_link_pairs, write_link_pairs
 from sylvie.formats.node_keys import write_node_keys
 from sylvie.formats.splits import SPLITS
 from sylvie.graph_types import HOMOGENEOUS, GraphTypes
@@ -85,6 +86,8 @@ class Graph:
     type_counts: tuple[int, ...] = ()
     relation: np.ndarray | None = field(default=None, repr=False)
     type_features: tuple[np.ndarray | None, ...] = field(default=(), repr=False)
+    # A link-prediction dataset's edge split (``sylvie.formats.link_pairs``): the edges above are its training edges
+    link: LinkPairs | None = field(default=None, repr=False, compare=False)
 
     @property
     def num_nodes(self) -> int:
@@ -361,6 +364,9 @@ def save_graph(graph: Graph, directory: str | Path, source: str, inputs: tuple =
                 _write_arrow(tmp / type_features_file(t), pa.table({"feat": _feat_column(f)}))
         if graph.node_keys is not None:
             meta["node_keys_sha256"] = write_node_keys(tmp, graph.node_keys)
+        if graph.link is not None:
+            graph.link.validate(graph.num_nodes, f"{directory}: the edge split", len(graph.types.relations))
+            meta.update(write_link_pairs(tmp, graph.link), link=graph.link.counts())
         meta = with_checksum(meta)  # a checksum of the rest: load_meta checks it
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
     return meta
@@ -459,6 +465,8 @@ def load_graph(directory: str | Path, features: bool = True) -> Graph:
         **{f"{s}_mask": _column(nodes, s) for s in SPLITS},
         num_classes=int(meta["num_classes"]), info=meta, **typed,
     )
+    if "link_pairs_sha256" in meta:
+        graph.link = read_link_pairs(directory, graph.num_nodes, meta, len(graph.types.relations))
     if features:  # first: a change anywhere in the files is named as such
         check_fingerprint(graph, directory)
     with _written_by_download(directory):

@@ -21,6 +21,7 @@ FORMAT_VERSION = 2
 FILE = "metrics.jsonl"
 _FIX = "rerun `sylvie train` for this run (it writes metrics.jsonl)"
 MODES = ("full", "sampled")  # train.mode
+METRICS = ("accuracy", "mrr")  # what an epoch's {split}_acc measure, by task: node, link
 NOT_EVALUATED = {"train_acc": None, "val_acc": None, "test_acc": None}  # an epoch's accuracies when not evaluated
 
 
@@ -93,10 +94,15 @@ class EpochRecord:
     rank_minor_faults: list[int] | None = None
     rank_peak_rss: list[int] | None = None
     lr: float | None = None  # the learning rate of the epoch's optimiser steps (None: written before it was)
+    # what train_acc, val_acc and test_acc measure: "accuracy" of node classification, "mrr" of link prediction (the
+    # split's pairs ranked among their negatives); the run loop keeps the best validation value either way
+    metric: str = "accuracy"
 
     def __post_init__(self):
         if self.mode not in MODES:
             raise ValueError(f"EpochRecord.mode {self.mode!r}: one of {', '.join(MODES)}")
+        if self.metric not in METRICS:
+            raise ValueError(f"EpochRecord.metric {self.metric!r}: one of {', '.join(METRICS)}")
         if (self.halo is None) == (self.mode == "full") or (self.batches is None) == (self.mode == "sampled"):
             raise ValueError(f"EpochRecord of mode {self.mode}: halo for full, batches for sampled, not the other")
 
@@ -178,7 +184,7 @@ _DEFAULTS = {"train_acc": None, "val_acc": None, "test_acc": None, "codec_time":
              "sync_reason": "", "boundary_sampling": 1.0, "drift_features": None, "drift_gradients": None,
              "store_device_bytes": 0, "store_host_bytes": 0, "fetch_time": 0.0, "fetch_wait_time": 0.0,
              "remote_bytes": 0, "cache_hit_rate": None, "rank_compute_time": None, "rank_wait_time": None,
-             "rank_minor_faults": None, "rank_peak_rss": None, "lr": None}
+             "rank_minor_faults": None, "rank_peak_rss": None, "lr": None, "metric": "accuracy"}
 
 
 def _values(kind, obj: dict, skip: tuple[str, ...] = ()) -> dict:

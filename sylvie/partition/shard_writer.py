@@ -14,6 +14,7 @@ from sylvie.atomic import HashingFile, atomic_path
 from sylvie.data.edge_form import stored_undirected
 from sylvie.data.graph import Graph, degrees
 from sylvie.errors import SylvieError
+from sylvie.formats.link_pairs import copy_link_pairs
 from sylvie.formats.partition_manifest import write_manifest
 from sylvie.output_dir import PARTITION
 from sylvie.partition.part_edges import PartEdges, part_edges
@@ -136,12 +137,13 @@ def _write_topology_of(path: Path, graph: Graph, assign: np.ndarray, local_of: n
 def write_shards(graph: Graph, assign: np.ndarray, out_dir: str | Path, method: str, seed: int,
                  dataset_fingerprint: str, progress: bool = True, inputs: tuple = (),
                  balance: dict | None = None, undirected: bool | None = None,
-                 partitioner: dict | None = None) -> dict:
+                 partitioner: dict | None = None, link_from: str | Path | None = None) -> dict:
     """Write ``part-<k>.arrow`` for every part, ``topology.arrow`` and ``manifest.json`` into ``out_dir``
     atomically and return the manifest; an existing ``out_dir`` is replaced only if it is an earlier partition
     (``inputs``: the dataset it was cut from). ``balance``: what the partition balances and achieved
     (``sylvie.partition.balance.balance_record``), recorded in the manifest, as is ``partitioner`` (the library that
-    cut it: ``MetisLibrary.describe``). ``undirected``: whether the graph's edges are in their sorted undirected form
+    cut it: ``MetisLibrary.describe``). ``link_from``: the canonical graph whose edge split (link prediction) the
+    partition carries, copied beside the shards. ``undirected``: whether the graph's edges are in their sorted undirected form
     (``sylvie.data.edge_form``; None: checked here).
 
     The topology is built and every shard written and its checksum taken in worker threads while the shards
@@ -200,6 +202,7 @@ def write_shards(graph: Graph, assign: np.ndarray, out_dir: str | Path, method: 
         for e in entries:
             e["sha256"] = sums[e["file"]].result()
         part_offsets, topology_sha = topology.result()
+        link = copy_link_pairs(link_from, tmp) if link_from is not None else {}
         return write_manifest(tmp, {
             "dataset": graph.name, "dataset_fingerprint": dataset_fingerprint,
             "method": method, **({"partitioner": partitioner} if partitioner is not None else {}),
@@ -214,4 +217,5 @@ def write_shards(graph: Graph, assign: np.ndarray, out_dir: str | Path, method: 
             "parts": entries,
             "topology": {"file": TOPOLOGY_FILE, "sha256": topology_sha,
                          "part_offsets": part_offsets},
+            **({"link_pairs": link} if link else {}),
         })

@@ -87,7 +87,8 @@ def partition_dataset(dataset_dir: str | Path, out_dir: str | Path, parts: int, 
     bound = tolerance if by_metis else None  # what the partitioner was held to
     return write_shards(graph, assign, out_dir, method, seed, graph.info["fingerprint"], progress=progress,
                         inputs=(dataset_dir,), balance=balance_record(graph, assign, regime, bound),
-                        undirected=undirected, partitioner=partitioner)
+                        undirected=undirected, partitioner=partitioner,
+                        link_from=dataset_dir if graph.link is not None else None)
 
 
 def _read_and_check_features(structure: Graph, directory: Path, edges: list) -> np.ndarray:
