@@ -247,10 +247,24 @@ def resolve_runs(config: dict, where: str = "config") -> dict[str, Run]:
                               f"{other}), which this run (train.mode {mode}) ignores; remove runs.{name}.{ignored[0]} "
                               f"or set runs.{name}.train.mode to {other}")
         check_run(run.model, run.train, run.comm, run.sampling, at)
+        if run.train.task == "link":
+            _check_link_dataset(config["datasets"][dataset] or {}, dataset, f"{at}.train.task")
         # balance auto: the constraints of the run's regime
         runs[name] = dataclasses.replace(run, partition=dataclasses.replace(
             run.partition, balance=resolve_regime(run.partition.balance, mode)))
     return runs
+
+
+def _check_link_dataset(options: dict, dataset: str, where: str) -> None:
+    """A link-prediction run's dataset gives an edge split (drawn, or the user's own, or OGB's for ogbl-*), else a
+    SylvieError naming ``where`` (the run's train.task) and the dataset."""
+    given = (options.get("edge_split") or options.get("edge_split_column")
+             or (options.get("val_edges") and options.get("test_edges")))
+    if not given and not dataset.startswith("ogbl-"):
+        raise SylvieError(f"{where}: link prediction needs an edge split, and dataset '{dataset}' gives none; set "
+                          f"datasets.{dataset}.edge_split (e.g. [0.05, 0.1]: shares of the edges held out for "
+                          f"validation and test), or for files edge_split_column or val_edges and test_edges; or "
+                          f"set train.task: node")
 
 
 def dataset_options(config: dict, name: str) -> DatasetConfig:

@@ -9,6 +9,7 @@ from pathlib import Path
 from sylvie.data import files_source, generated, ogb, planetoid
 from sylvie.data.graph import Graph, load_meta, save_graph
 from sylvie.data.input_files import check_entry, listed
+from sylvie.data.link_split import check_shares, has_edge_split, with_edge_split
 from sylvie.errors import SylvieError
 from sylvie.output_dir import CANONICAL_GRAPH, check_replaceable
 
@@ -70,8 +71,33 @@ def check_dataset(name: str, options) -> str:
                           f"read); see docs/datasets.md")
     if source == "files" and options.split_column and options.mask_columns:
         raise SylvieError(f"dataset '{name}': give the split once: split_column or mask_columns, not both")
+    _check_edge_split(name, source, options, typed or (source == "synthetic" and options.structure in ("mag", "igbh")))
     _warn_unused(name, source, options)
     return source
+
+
+def _check_edge_split(name: str, source: str, options, typed: bool) -> None:
+    """The edge-split knobs of link prediction, together: one way of giving the split, val_edges with test_edges,
+    a negatives column only beside the pairs' files, shares that leave edges to train on, a graph of one node
+    type."""
+    ways = [k for k, on in (("edge_split", options.edge_split), ("edge_split_column", options.edge_split_column),
+                            ("val_edges and test_edges", options.val_edges or options.test_edges)) if on]
+    if source == "files" and len(ways) > 1:
+        raise SylvieError(f"dataset '{name}': give the edge split once: {' or '.join(ways)}, not both")
+    if source == "files" and bool(options.val_edges) != bool(options.test_edges):
+        given, missing = ("val_edges", "test_edges") if options.val_edges else ("test_edges", "val_edges")
+        raise SylvieError(f"dataset '{name}': {given} without {missing}: the validation and the test pairs come "
+                          f"together; give both (edges then holds the training edges)")
+    if source == "files" and options.negatives_column and not (options.edge_split_column or options.val_edges):
+        raise SylvieError(f"dataset '{name}': negatives_column is a column of the validation and test pairs' file: "
+                          f"give it with edge_split_column or val_edges and test_edges (a random edge_split draws "
+                          f"eval_negatives instead)")
+    if options.edge_split and _reads(source, "edge_split"):
+        check_shares(options.edge_split, f"dataset '{name}'")
+    if typed and has_edge_split(options):
+        raise SylvieError(f"dataset '{name}': an edge split (link prediction) is for a graph of one node type, and "
+                          f"this graph is typed: link prediction on typed graphs is not supported yet; remove the "
+                          f"edge split, or use a graph of one node type")
 
 
 def _warn_unused(name: str, source: str, options) -> None:
@@ -125,7 +151,20 @@ def check_inputs(name: str, options) -> None:
 
 
 def load(name: str, options) -> Graph:
-    """Build the canonical graph of dataset ``name`` from its (typed) config options."""
+    """Build the canonical graph of dataset ``name`` from its (typed) config options, with the edge split they ask
+    for (link prediction: ``link_split.with_edge_split``, where every source's graph passes)."""
+    graph = _load(name, options)
+    return with_edge_split(graph, options, name) if _reads(source_of(name, options.source), "edge_split") else graph
+
+
+def _reads(source: str, knob: str) -> bool:
+    """Whether ``source`` reads the dataset knob ``knob`` (the schema's ``sources`` beside it)."""
+    from sylvie.config import properties
+
+    return source in properties("dataset")[knob].get("sources", (source,))
+
+
+def _load(name: str, options) -> Graph:
     source = source_of(name, options.source)
     if source == "planetoid":
         return planetoid.load_planetoid(name, options.raw_dir, allow_download=options.allow_download,
