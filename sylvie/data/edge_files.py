@@ -33,7 +33,7 @@ class _Lookup:
     hash lookup (index_in), which builds a hash table of all N ids at every call, so the edges' ids are looked up
     in batches of at least N (``batch``): the work stays linear in the edges however many nodes there are."""
 
-    def __init__(self, keys: pa.Array, add: bool):
+    def __init__(self, keys: pa.Array, add: bool | None):
         self.keys, self.type, self.add = keys, keys.type, add
         self.batch = max(len(keys), 1 << 20)
         if pa.types.is_integer(keys.type):
@@ -101,17 +101,38 @@ class _Column:
         return np.concatenate(self.parts) if self.parts else np.empty(0, np.int64)
 
 
+class IdColumn:
+    """Ids of nodes named outside the edge list's two columns (a validation pair's negatives) read into node numbers
+    chunk by chunk, with the edge list's checks: an id that is no node's is an error naming its file and row.
+    ``keys``: the nodes' ids in row order (None: the ids are row numbers of the ``num_nodes`` nodes)."""
+
+    def __init__(self, keys: pa.Array | None, num_nodes: int):
+        self.lookup = _Lookup(keys, None) if keys is not None else None
+        self.num_nodes, self.column = num_nodes, _Column(None)
+
+    def add(self, values: pa.Array, name_row, what: str) -> None:
+        """Append ``values`` (ids of the nodes' id type, or text), ``name_row(i)`` naming the row of value i."""
+        _map(values, self.column, self.lookup, self.num_nodes, None, name_row, what)
+
+    def array(self) -> np.ndarray:
+        """Every value added, as int64 node numbers, in order."""
+        if self.lookup is not None:
+            self.column.look_up(self.lookup)
+        return self.column.array()
+
+
 def read_edge_rows(options, keys: pa.Array | None, num_nodes: int, dst: tuple | None = None,
-                   what: str = "edges", src_type: str = "") -> EdgeRows:
+                   what: str = "edges", src_type: str = "", known_only: bool = False) -> EdgeRows:
     """The edges of a ``source: files`` dataset as node numbers, the node table having ``num_nodes`` rows (ids
     ``keys`` in row order, or None: edges give row numbers). A typed graph's relation (``what``: where the config
     names its file) has its destinations in another node type's table: ``dst`` = (its keys, its rows, the type),
     ``keys`` and ``num_nodes`` the sources' type's, ``src_type`` (every id in its type's table: no unknown nodes
-    added)."""
+    added). ``known_only``: pairs whose every node must be one of the ``num_nodes`` (a link dataset's validation
+    and test pairs: an unknown node is an error, whatever ``unknown_nodes`` says)."""
     if not options.edges:
         raise SylvieError("datasets: source files needs edges, the edge list's file or folder")
     files, kind = files_of(options.edges, what, EDGE_KINDS)
-    add = options.unknown_nodes == "add" and dst is None
+    add = None if known_only else options.unknown_nodes == "add" and dst is None  # None: no adding, nor advising it
     if dst is None:  # both columns name nodes of the one table: one lookup
         one = (_Lookup(keys, add) if keys is not None else None, num_nodes, "")
         lookups = [one, one]
@@ -173,7 +194,8 @@ def _as_type(values: pa.Array, t: pa.DataType, name_row, what: str, advice: str)
     raise SylvieError(f"{name_row(0)}: {what}: {values.type} does not convert to {t}")
 
 
-def _map(values: pa.Array, col: _Column, lookup: _Lookup | None, n: int, add: bool, name_row, what: str) -> None:
+def _map(values: pa.Array, col: _Column, lookup: _Lookup | None, n: int, add: bool | None, name_row,
+         what: str) -> None:
     """Append one chunk of an endpoint column, as node numbers."""
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
@@ -193,7 +215,7 @@ def _map(values: pa.Array, col: _Column, lookup: _Lookup | None, n: int, add: bo
         bad = (ids < 0) | ((ids >= n) if not add else False)
         if bad.any():
             r = int(np.flatnonzero(bad)[0])
-            rows = ("; set node_key if the edges use the nodes' own ids" if "node type" in what else
+            rows = ("; set node_key if the edges use the nodes' own ids" if "node type" in what or add is None else
                     "; set node_key if the edges use the nodes' own ids, or unknown_nodes: add for nodes without a row")
             raise SylvieError(f"{name_row(r)}: {what}: node {int(ids[r])} is out of range: the node table has {n} "
                               f"rows, so edges name nodes 0..{n - 1} ({int(bad.sum())} such ids in this chunk){rows}")
@@ -210,7 +232,8 @@ def _map(values: pa.Array, col: _Column, lookup: _Lookup | None, n: int, add: bo
     col.add(ids)
 
 
-def _unknown(col: _Column, start: int, ids: np.ndarray, values: pa.Array, add: bool, name_row, what: str) -> None:
+def _unknown(col: _Column, start: int, ids: np.ndarray, values: pa.Array, add: bool | None, name_row,
+             what: str) -> None:
     """The ids of a chunk (rows ``start``.. of the column) that are no node's (-1 in ``ids``): an error naming the
     first, or (``add``) kept aside to be numbered after the table's nodes (0 meanwhile)."""
     missing = ids < 0
@@ -219,7 +242,8 @@ def _unknown(col: _Column, start: int, ids: np.ndarray, values: pa.Array, add: b
     r = int(np.flatnonzero(missing)[0])
     if not add:
         advice = ("add its row to that type's table" if "node type" in what else
-                  "add its row, or set unknown_nodes: add to give it zero features and no label")
+                  "the pairs to predict and their negatives name the graph's nodes only: add its row"
+                  if add is None else "add its row, or set unknown_nodes: add to give it zero features and no label")
         raise SylvieError(f"{name_row(r)}: {what}: node {values[r].as_py()!r} is not in the node table "
                           f"({int(missing.sum())} such ids in this chunk); {advice}")
     at = np.flatnonzero(missing)

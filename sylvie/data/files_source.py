@@ -7,6 +7,7 @@ import pyarrow as pa
 from sylvie.data.edge_files import read_edge_rows
 from sylvie.data.graph import Graph
 from sylvie.data.input_files import files_of
+from sylvie.data.link_files import given, read_edge_split, with_link_pairs
 from sylvie.data.node_table import TABLE_KINDS, read_node_table
 from sylvie.data.own_graph import own_graph
 from sylvie.data.table_files import chunks, headers, num_rows
@@ -22,9 +23,12 @@ def load_files(name: str, options) -> Graph:
     keys = nodes.keys
     if keys is not None and edges.added is not None:
         keys = pa.concat_arrays([keys, edges.added.cast(keys.type)])
-    return own_graph(name, src=edges.src, dst=edges.dst, features=nodes.features, labels=nodes.labels,
-                     class_names=nodes.class_names, masks=nodes.masks, num_added=edges.num_added, options=options,
-                     node_keys=keys, info={"edges": str(options.edges), "node_table": str(options.node_table)})
+    split = read_edge_split(options, keys, nodes.num_nodes + edges.num_added, edges) if given(options) else None
+    src, dst = (edges.src, edges.dst) if split is None else (split.train_src, split.train_dst)
+    graph = own_graph(name, src=src, dst=dst, features=nodes.features, labels=nodes.labels,
+                      class_names=nodes.class_names, masks=nodes.masks, num_added=edges.num_added, options=options,
+                      node_keys=keys, info={"edges": str(options.edges), "node_table": str(options.node_table)})
+    return graph if split is None else with_link_pairs(graph, split, options, f"dataset '{name}'")
 
 
 def input_paths(options) -> dict[str, str]:
@@ -33,7 +37,8 @@ def input_paths(options) -> dict[str, str]:
     if options.node_tables:
         return {**{f"node_tables.{t}": p for t, p in options.node_tables.items()},
                 **{f"relations[{i}].edges": r["edges"] for i, r in enumerate(options.relations or ())}}
-    return {k: getattr(options, k) for k in ("edges", "node_table", "features_file") if getattr(options, k)}
+    return {k: getattr(options, k) for k in ("edges", "node_table", "features_file", "val_edges", "test_edges")
+            if getattr(options, k)}
 
 
 def count_nodes(options) -> int:
