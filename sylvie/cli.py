@@ -126,7 +126,7 @@ def _train(args) -> None:
     train, comm = section_from_args(args, "train", skip=("seeds",)), section_from_args(args, "comm")
     job = TrainingJob(args.partition, args.out, section_from_args(args, "model"), train, comm, args.seed,
                       section_from_args(args, "sampling"), section_from_args(args, "cache"),
-                      section_from_args(args, "features"), args.vip)
+                      section_from_args(args, "features"), args.vip, section_from_args(args, "link"))
     with TrainingRun(job) as run:
         for epoch in run.loop:
             run.loop.end_epoch(run.trainer.epoch(epoch, evaluate=run.loop.evaluates(epoch)))
@@ -290,6 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_section_arguments(t, "sampling")
     add_section_arguments(t, "cache")
     add_section_arguments(t, "features")
+    add_section_arguments(t, "link")
     t.add_argument("--vip", metavar="DIR", help="sampled mode: the VIP analysis written by `sylvie vip` for this "
                                                 "partition and sampling setting (needed by --policy vip; orders "
                                                 "the local rows hottest first)")

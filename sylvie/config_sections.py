@@ -332,7 +332,7 @@ class LinkConfig:
         "local: from the rank's own nodes, so that no remote rows travel for them (GraphStorm's localjoint); joint: "
         "k destinations drawn once per batch, shared by its positives. Each a hash of (seed, epoch, pair), so the "
         "same on any number of threads")
-    remote_bits: Literal[1, 2, 4, 8, 32] = knob(
+    pair_bits: Literal[1, 2, 4, 8, 32] = knob(
         32,
         "full-graph: width of the pair ends' embeddings fetched from the ranks that own them, and of the gradients "
         "sent back: 32 = fp32, 1-8 = the Low-bit Module's stochastic rounding per row")

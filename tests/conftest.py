@@ -80,6 +80,24 @@ def cora_partitions(cora_dir, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def cora_link_dir(cora_dir, tmp_path_factory):
+    """Cora as a link-prediction graph (``support.link_graphs.with_edge_split``: 85/5/10 of its edges), canonical."""
+    from support.link_graphs import save_link_graph
+
+    from sylvie.data.graph import load_graph
+
+    out = tmp_path_factory.mktemp("datasets") / "cora-link"
+    save_link_graph(load_graph(cora_dir), out)
+    return out
+
+
+@pytest.fixture(scope="session")
+def cora_link_partitions(cora_link_dir, tmp_path_factory):
+    """``cora_link_dir`` cut by METIS: {parts: folder}, each cut the first time a test asks for it."""
+    return LazyPartitions(cora_link_dir, tmp_path_factory.mktemp("cora-link-partitions"))
+
+
+@pytest.fixture(scope="session")
 def small_mag():
     """The tests' typed graph: the mag preset at ``support.graphs.SMALL_MAG`` (2,000 nodes of four types, four
     relations and their reverses), built once a session; tests read it, never change it."""

@@ -213,7 +213,7 @@ def test_the_train_commands_flags_are_the_classes_fields():
     parser = build_parser()
     train = next(a for a in parser._subparsers._group_actions[0].choices.items() if a[0] == "train")[1]
     flags = {a.dest: a for a in train._actions if "." in a.dest}
-    wanted = {f"{name}.{f.name}": f for name in ("model", "train", "comm", "sampling", "cache", "features")
+    wanted = {f"{name}.{f.name}": f for name in ("model", "train", "comm", "sampling", "cache", "features", "link")
               for f in dataclasses.fields(SECTION_CLASSES[name]) if (name, f.name) != ("train", "seeds")}
     assert set(flags) == set(wanted)
     for dest, action in flags.items():

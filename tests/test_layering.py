@@ -24,6 +24,7 @@ AREAS = {
     "sylvie.features": "features", "sylvie.comm": "comm",
     "sylvie.comm.gather_cpu": "kernels", "sylvie.features.gather_cuda": "kernels",  # the gather kernels
     "sylvie.sampling.neighbor_picks": "kernels",  # the sampler's draws
+    "sylvie.sampling.negatives": "kernels",  # link prediction's negative draws
     # the Low-bit kernels and what they share; the package's public encode/decode (its __init__) is comm
     "sylvie.comm.lowbit.format": "kernels", "sylvie.comm.lowbit.scalar": "kernels", "sylvie.comm.lowbit.cpu": "kernels",
     "sylvie.comm.lowbit.cuda": "kernels", "sylvie.numba_cuda": "kernels",  # numba-cuda, importable with numpy 2.5

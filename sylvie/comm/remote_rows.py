@@ -12,7 +12,7 @@ import torch
 
 from sylvie.comm.collective import AllToAll, torch_all_to_all
 from sylvie.comm.gather_cpu import gather_rows
-from sylvie.comm.halo_wire import FORWARD, Wire
+from sylvie.comm.halo_wire import BACKWARD, FORWARD, Wire
 from sylvie.comm.lowbit.format import FULL_PRECISION
 from sylvie.comm.stats import CommStats
 from sylvie.errors import SylvieError
@@ -84,13 +84,19 @@ class RemoteRows:
                        fp32_sent=8 * want.numel())
         return order, asked, send_counts.tolist(), recv_counts.tolist()
 
-    def send_to_owners(self, ids: torch.Tensor, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def send_to_owners(self, ids: torch.Tensor, rows: torch.Tensor, bits: int = FULL_PRECISION,
+                       key: tuple[int, ...] = ()) -> tuple[torch.Tensor, torch.Tensor]:
         """Each row of ``rows`` (fp32, one per id of ``ids``) to the owner of its id; returns what this rank
-        received: the local indices (among its own ids) and the rows. Collective, like ``fetch``."""
+        received: the local indices (among its own ids) and the rows. ``bits`` below 32: rows travel through the
+        Low-bit Module (its backward direction; ``key`` names the random stream). Collective, like ``fetch``."""
         ids = ids.to(torch.long)
         if self.world == 1:
             return ids - self.part_offsets[0], rows
         order, got_ids, send, recv = self._route(ids, self.owner(ids))
+        if bits != FULL_PRECISION:
+            wire = Wire(bits, (self.seed, self.rank, *key), 0, self.stats, self.all_to_all)
+            return got_ids - self.part_offsets[self.rank], wire.send(rows[order].to(torch.float32).contiguous(),
+                                                                     send, recv, BACKWARD)
         dim = rows.shape[1]
         got = torch.empty((sum(recv), dim), dtype=torch.float32)
         t0 = time.perf_counter()

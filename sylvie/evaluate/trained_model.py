@@ -24,7 +24,8 @@ def model_for_inference(saved: ModelFile, model_path: str | Path, fingerprint: s
     else:
         types = GraphTypes.from_json(layout["types"], f"{model_path}: graph_types")
         widths, counts = layout["feature_widths"], layout["type_counts"]
-    model = build_model(model_cfg, widths, saved.num_classes, types=types, embedding_rows=counts)
+    link = section("link", saved.link_cfg, where=f"{model_path}: link_cfg") if saved.link_cfg is not None else None
+    model = build_model(model_cfg, widths, saved.num_classes, types=types, embedding_rows=counts, link=link)
     weights = current_weights(saved.weights, model.state_dict())
     mismatch = _mismatch(model.state_dict(), weights)
     if mismatch:

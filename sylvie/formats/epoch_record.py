@@ -21,7 +21,8 @@ FORMAT_VERSION = 2
 FILE = "metrics.jsonl"
 _FIX = "rerun `sylvie train` for this run (it writes metrics.jsonl)"
 MODES = ("full", "sampled")  # train.mode
-METRICS = ("accuracy", "mrr")  # what an epoch's {split}_acc measure, by task: node, link
+METRICS = ("accuracy", "mrr", "hits@50")  # what an epoch's {split}_acc measure: node classification's accuracy;
+# link prediction's MRR (pairs with negatives of their own), or Hits@50 (negative pairs shared by a split)
 NOT_EVALUATED = {"train_acc": None, "val_acc": None, "test_acc": None}  # an epoch's accuracies when not evaluated
 
 
@@ -94,8 +95,8 @@ class EpochRecord:
     rank_minor_faults: list[int] | None = None
     rank_peak_rss: list[int] | None = None
     lr: float | None = None  # the learning rate of the epoch's optimiser steps (None: written before it was)
-    # what train_acc, val_acc and test_acc measure: "accuracy" of node classification, "mrr" of link prediction (the
-    # split's pairs ranked among their negatives); the run loop keeps the best validation value either way
+    # what train_acc, val_acc and test_acc measure (``METRICS``): "accuracy" of node classification, "mrr" or "hits@50"
+    # of link prediction; the run loop keeps the best validation value either way
     metric: str = "accuracy"
 
     def __post_init__(self):

@@ -37,6 +37,7 @@ BY_LAST_EPOCH = "last epoch (no validation nodes)"  # the last evaluated epoch: 
 # the keys every version-1 file has (comm_cfg is absent from some written before the version)
 _REQUIRED = ("model", "model_cfg", "train_cfg", "in_feats", "num_classes", "dataset_fingerprint", "summary")
 _SAMPLED_SECTIONS = ("sampling", "cache", "features")
+_OPTIONAL_SECTIONS = (*_SAMPLED_SECTIONS, "link")  # a sampled run's; a link-prediction run's
 
 
 @dataclass(frozen=True)
@@ -53,13 +54,14 @@ class ModelFile:
     cache_cfg: dict | None = None
     features_cfg: dict | None = None
     graph_types: dict | None = None  # {"types", "type_counts", "feature_widths"}
+    link_cfg: dict | None = None  # a link-prediction run's link section (its model holds a decoder); None otherwise
 
 
 def save_model(path: str | Path, model: ModelFile) -> None:
     """Write ``model`` to ``path`` atomically."""
     content = {"format_version": FORMAT_VERSION, "model": model.weights, "model_cfg": model.model_cfg,
                "train_cfg": model.train_cfg, "comm_cfg": model.comm_cfg,
-               **{f"{s}_cfg": getattr(model, f"{s}_cfg") for s in _SAMPLED_SECTIONS
+               **{f"{s}_cfg": getattr(model, f"{s}_cfg") for s in _OPTIONAL_SECTIONS
                   if getattr(model, f"{s}_cfg") is not None},
                "in_feats": model.in_feats, "num_classes": model.num_classes,
                "dataset_fingerprint": model.dataset_fingerprint, "summary": model.summary,
@@ -99,4 +101,4 @@ def load_model(path: str | Path) -> ModelFile:
                      in_feats=content["in_feats"], num_classes=content["num_classes"],
                      dataset_fingerprint=content["dataset_fingerprint"], summary=content["summary"],
                      comm_cfg=content.get("comm_cfg", {}), graph_types=content.get("graph_types"),
-                     **{f"{s}_cfg": content.get(f"{s}_cfg") for s in _SAMPLED_SECTIONS})
+                     **{f"{s}_cfg": content.get(f"{s}_cfg") for s in _OPTIONAL_SECTIONS})

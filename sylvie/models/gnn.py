@@ -20,6 +20,7 @@ from sylvie.models.dropout import Dropout
 from sylvie.models.gat import GATConv
 from sylvie.models.gcn import GraphConv
 from sylvie.models.initialisation import initialise_gat
+from sylvie.models.link_decoder import build_decoder
 from sylvie.models.registry import ARCHS, ATTENTION, RELATIONAL, loop_weight
 from sylvie.models.relational_conv import RelationalConv
 from sylvie.models.rgcn import RelGraphConv
@@ -44,11 +45,13 @@ class GNN(nn.Module):
     def __init__(self, arch: str, in_feats, hidden: int, num_classes: int, layers: int = 2, dropout: float = 0.5,
                  heads: int = 4, *, types: GraphTypes = HOMOGENEOUS, num_bases: int | None = None,
                  embedding_rows=None, embedding_width: int | None = None, embedding_seed: int = 0,
-                 loop_weight: bool | None = None):
+                 loop_weight: bool | None = None, decoder: nn.Module | None = None):
         """``in_feats``: the input width, or one per node type (None: a type without features, which gets an
         embedding table of ``embedding_width`` columns, default the widest feature width, whose rows are
         ``embedding_rows[t]``: their number, or the type's ids of a rank's nodes); ``loop_weight``: a self-loop
-        weight per node type in every layer (None: R-GCN's and R-GAT's yes, the others' no)."""
+        weight per node type in every layer (None: R-GCN's and R-GAT's yes, the others' no). ``decoder``: link
+        prediction's scorer of pairs of the model's outputs (``num_classes`` then the embeddings' width), which the
+        model holds (its weights train, are saved and loaded with the rest) but does not call."""
         super().__init__()
         if arch not in ARCHS:
             raise ValueError(f"unknown model arch '{arch}'; choose one of {', '.join(ARCHS)}")
@@ -89,6 +92,7 @@ class GNN(nn.Module):
             self.convs.append(conv)
             widths = (hidden * heads if attention else hidden,) * len(widths)
         self.dropout = Dropout(dropout)
+        self.decoder = decoder
 
     def keep_rows(self, ids: list) -> GNN:
         """Keep of each embedding table (whole) the rows ``ids[t]`` (a rank's nodes of the type; None: a type
@@ -101,10 +105,11 @@ class GNN(nn.Module):
                 self.embeddings[str(t)].weight.rank_local = True
         return self
 
-    def forward(self, block: Block | list[Block], xs, halo: HaloFn | None = None) -> torch.Tensor:
+    def forward(self, block: Block | list[Block], xs, halo: HaloFn | None = None, out_types=None):
         """The target type's destination rows' output. ``block``: one for every layer (a rank's part, the whole
         graph) or a sampled minibatch's list (no halo; a type with an embedding table then comes with its input rows
-        in ``xs``); ``xs``: a list per node type, or one tensor for a graph of one type."""
+        in ``xs``); ``xs``: a list per node type, or one tensor for a graph of one type. ``out_types``: the node
+        types whose rows to return instead (a list per type, None for the others: link prediction's pair ends)."""
         sampled = isinstance(block, (list, tuple))
         blocks = list(block) if sampled else [block] * len(self.convs)
         if len(blocks) != len(self.convs):
@@ -125,14 +130,14 @@ class GNN(nn.Module):
                     raise RuntimeError(f"layer {i}: node type {self.types.node_types[t]!r} got {rows} rows for "
                                        f"{b.num_src[t]} source nodes"
                                        + ("; a halo exchange is needed for this block" if i and halo is None else ""))
-            h = conv(b, h, {target} if last else None)
+            h = conv(b, h, ({target} if out_types is None else set(out_types)) if last else None)
             if self.arch in ATTENTION:
                 h = [None if y is None else (y.mean(1) if last else y.flatten(1)) for y in h]
             if not last:
                 # in place on the layer's new output (ReLU's backward keeps its result, which is then that output)
                 h = [None if y is None else (F.elu(y) if self.arch in ATTENTION else F.relu(y, inplace=True))
                      for y in h]
-        return h[target]
+        return h[target] if out_types is None else h
 
     def _embedded(self, block: Block, h: list, halo: HaloFn | None, sampled: bool) -> list:
         """``h`` with each embedding table's layer-0 rows: a sampled batch brings them (pulled from their owners);
@@ -193,14 +198,20 @@ def embedding_init(ids: torch.Tensor, width: int, seed: int, node_type: int) -> 
 
 
 def build_model(model, in_widths, num_classes: int, *, types: GraphTypes = HOMOGENEOUS, embedding_rows=None,
-                seed: int = 0) -> GNN:
+                seed: int = 0, link=None) -> GNN:
     """The model of the config's ``model`` section for a graph of ``types`` (``in_widths``: each type's feature
     width, None for a type without features; an int for a graph of one type); a SylvieError for settings the graph
-    cannot take."""
+    cannot take. ``link``: a link-prediction run's ``link`` section: the model's outputs are then embeddings of
+    ``model.hidden`` columns (not ``num_classes``) and it holds ``link.decoder``."""
+    decoder = None
+    if link is not None:
+        num_classes = model.hidden
+        decoder = build_decoder(link.decoder, model.hidden, model.hidden, len(types.relations))
     try:
         return GNN(model.arch, in_widths, model.hidden, num_classes, model.layers, model.dropout, model.heads,
                    types=types, num_bases=model.num_bases,
                    embedding_rows=None if embedding_rows is None else tuple(embedding_rows),
-                   embedding_width=model.embedding_width, embedding_seed=seed, loop_weight=loop_weight(model))
+                   embedding_width=model.embedding_width, embedding_seed=seed, loop_weight=loop_weight(model),
+                   decoder=decoder)
     except ValueError as e:
         raise SylvieError(f"model: {e}") from None

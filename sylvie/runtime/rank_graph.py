@@ -120,15 +120,37 @@ class RankGraph:
             xs.append(torch.index_select(x, 0, keep))
         return Block(self.types, self.rows.num_dst, num_src, tuple(rels)), xs
 
+    def pair_ends(self, model, block: Block | None = None, x: list | None = None, halo: RankHalo | None = None
+                  ) -> torch.Tensor:
+        """Link prediction's embeddings of every inner row of this rank (a row per partition id it owns, every node
+        type: rows of a type no pair ends in are zeros), from ``model`` on ``block`` with ``x`` and ``halo`` (the
+        epoch's, in training); without ``block``: in eval mode, without gradients, on the whole partition with fp32
+        halo rows (evaluation). Collective."""
+        if block is None:
+            model.eval()
+            with torch.no_grad():
+                return self.pair_ends(model, self.block, self.x, self._eval_halo(model))
+        types = sorted({t for r in range(len(self.types.relations)) for t in self.types.ends(r)})
+        h = model(block, x, halo, out_types=types)
+        if self.rows.num_types == 1:
+            return h[0]
+        width = next(y.shape[1] for y in h if y is not None)
+        return torch.cat([y if y is not None else h[types[0]].new_zeros(n, width)
+                          for y, n in zip(h, self.rows.num_dst, strict=True)])
+
+    def _eval_halo(self, model) -> RankHalo:
+        """The fp32, synchronous halo rows of evaluation, for a model of its number of layers."""
+        layers = len(model.convs)
+        if self._eval_model_halo is None or self._eval_model_halo.embedding_layer != layers:
+            self._eval_model_halo = self.halo(self.eval_halo, layers)
+        return self._eval_model_halo
+
     @torch.no_grad()
     def predict(self, model) -> torch.Tensor:
         """The predicted class of every inner row of the target type (eval mode), full neighbourhoods, fp32 halo
         rows; collective: every rank calls it."""
         model.eval()
-        layers = len(model.convs)
-        if self._eval_model_halo is None or self._eval_model_halo.embedding_layer != layers:
-            self._eval_model_halo = self.halo(self.eval_halo, layers)
-        return model(self.block, self.x, self._eval_model_halo).argmax(1)
+        return model(self.block, self.x, self._eval_halo(model)).argmax(1)
 
     def accuracy_counts(self, model) -> torch.Tensor:
         """This rank's right predictions and nodes per split (float64, ``[len(SPLITS), 2]``), to be summed over the

@@ -22,7 +22,7 @@ from sylvie.train.optimiser import schedule_follows_epochs
 # knobs added after checkpoints carried an identity, per section: one at its default (the schema's) is left out of
 # the identity, so that those checkpoints still resume
 _LATER_KNOBS = {"train": ("mode", "boundary_sampling", "optimizer", "optimizer_args", "lr_schedule",
-                          "lr_schedule_args", "warmup_epochs", "warmup_start_factor"),
+                          "lr_schedule_args", "warmup_epochs", "warmup_start_factor", "task"),
                 "model": ("num_bases", "embedding_width")}
 
 

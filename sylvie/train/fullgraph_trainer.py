@@ -28,11 +28,12 @@ from sylvie.partition.shard_format import Shard
 from sylvie.runtime.partitioned_rows import PartitionedWeights
 from sylvie.runtime.process_group import Context
 from sylvie.runtime.rank_graph import RankGraph, accuracies
+from sylvie.runtime.rank_pairs import RankPairs
 from sylvie.runtime.type_rows import partitioned_embeddings
 from sylvie.train.log_line import format_epoch
 from sylvie.train.optimiser import Optimiser
 from sylvie.train.rank_times import minor_faults, rank_times, rank_times_slots
-from sylvie.train.step import ModelStep
+from sylvie.train.step import ModelStep, node_loss_sum
 
 
 class FullGraphTrainer:
@@ -40,7 +41,10 @@ class FullGraphTrainer:
     fp32 and synchronously, so accuracies measure the model, not the wire. ``model``, ``train`` and ``comm`` are
     the config's sections; ``seed`` the run's seed."""
 
-    def __init__(self, ctx: Context, shard: Shard, model, train, comm, seed: int):
+    def __init__(self, ctx: Context, shard: Shard, model, train, comm, seed: int, pairs: RankPairs | None = None,
+                 link=None):
+        """``pairs`` and ``link``: a link-prediction run's (``train.task`` link): this rank's pairs and the ``link``
+        section; the model's outputs are then embeddings, scored by its decoder."""
         check_boundary_sampling(train, comm, "sylvie train")
         self.ctx, self.train_cfg, self.comm, self.seed = ctx, train, comm, seed
         dev = ctx.device
@@ -53,11 +57,12 @@ class FullGraphTrainer:
         self.setup_bytes = self.graph.setup_bytes
         self.labels = self.graph.labels
         self.train_idx = self.graph.masks["train"].nonzero().squeeze(1)
-        self.num_train_global = shard.num_train_global
+        self.pairs = pairs
+        self.num_targets = shard.num_train_global if pairs is None else pairs.num_targets
         torch.manual_seed(seed)  # identical initial weights on every rank
         ids = self.graph.rows.embedding_ids(shard)  # rank-local weights: the embedding rows of this rank's nodes
         self.model = build_model(model, self.graph.feature_widths, shard.num_classes, types=self.graph.types,
-                                 embedding_rows=ids, seed=seed).to(dev)
+                                 embedding_rows=ids, seed=seed, link=link if pairs is not None else None).to(dev)
         self.whole_halo = self.model_halo = self.graph.halo(self.halo, model.layers)
         self.weights_of = PartitionedWeights(self.model, partitioned_embeddings(shard, ids, dev))
         self.opt = Optimiser(self.model.parameters(), train)
@@ -75,12 +80,15 @@ class FullGraphTrainer:
 
         def forward():
             block, x = self._epoch_graph(epoch, fresh, keep)
-            logits = self.model(block, x, self.model_halo)
-            return logits[self.train_idx], self.labels[self.train_idx]
+            if self.pairs is None:
+                logits = self.model(block, x, self.model_halo)
+                return node_loss_sum(logits[self.train_idx], self.labels[self.train_idx])
+            own = self.graph.pair_ends(self.model, block, x, self.model_halo)
+            return self.pairs.loss_sum(own, self.model.decoder, epoch)
 
-        loss = self.step.forward_backward(epoch, epoch, forward, self.num_train_global)
+        loss = self.step.forward_backward(epoch, epoch, forward, self.num_targets)
         self.opt.step()
-        return loss / self.num_train_global
+        return loss / self.num_targets
 
     def _epoch_graph(self, epoch: int, fresh: bool, keep: bool):
         """The epoch's block and layer-0 rows (the whole partition, or its boundary sample), its halo round
@@ -104,6 +112,8 @@ class FullGraphTrainer:
         faults = minor_faults()
         self.halo.start_epoch()
         self.step.stats.reset()
+        if self.pairs is not None:
+            self.pairs.stats.reset()
         mode = self.adaptor.mode(epoch)
         lr = self.opt.lr
         t0 = time.perf_counter()
@@ -114,23 +124,30 @@ class FullGraphTrainer:
         t1 = time.perf_counter()
         counts = None
         if evaluate:
-            counts = self.graph.accuracy_counts(self.model)
+            counts = self.graph.accuracy_counts(self.model) if self.pairs is None else \
+                self.pairs.metric_counts(self.graph.pair_ends(self.model), self.model.decoder)
         eval_seconds = time.perf_counter() - t1
         reduce, own = self.step.stats, self.halo.stats
-        exposed = own.seconds + reduce.seconds  # this rank's wait on its peers
+        pair = self.pairs.stats if self.pairs is not None else CommStats()  # the pairs' remote ends and gradients
+        exposed = own.seconds + reduce.seconds + pair.seconds  # this rank's wait on its peers
         compute = train_time - exposed - own.codec_seconds
         times = rank_times_slots(self.ctx.rank, self.ctx.world, compute, exposed, self.ctx.device,
                                  minor_faults() - faults)
-        halo = self.halo.end_epoch(extra=[times] if counts is None else [counts, times])
-        acc = accuracies(counts) if evaluate else NOT_EVALUATED
+        # the pairs' traffic (this rank's), summed over the ranks in the same collective
+        pair_bytes = torch.tensor([pair.bytes_sent, pair.bytes_received, pair.fp32_bytes_sent], dtype=torch.float64,
+                                  device=times.device)
+        halo = self.halo.end_epoch(extra=[times, pair_bytes] if counts is None else [counts, times, pair_bytes])
+        pair_sent, pair_received, pair_fp32 = (int(b) for b in pair_bytes.tolist())
+        acc = accuracies(counts) if evaluate else NOT_EVALUATED  # link prediction: MRR (pairs' counts)
         planned = self.adaptor.observe(epoch, halo.drift_features)
         return EpochRecord(
             epoch=epoch, mode="full", loss=loss, lr=lr, **acc, **rank_times(times),
             epoch_time=train_time, compute_time=compute, comm_time=exposed,
             hidden_comm_time=halo.hidden_seconds, codec_time=halo.codec_seconds, allreduce_time=reduce.seconds,
             sample_time=self.sample_seconds, eval_time=eval_seconds,
-            bits=self.comm.bits, bytes_sent=halo.bytes_sent, bytes_received=halo.bytes_received,
-            fp32_bytes_sent=halo.fp32_bytes_sent, allreduce_bytes=reduce.bytes_sent,
+            bits=self.comm.bits, bytes_sent=halo.bytes_sent + pair_sent, bytes_received=halo.bytes_received
+            + pair_received, fp32_bytes_sent=halo.fp32_bytes_sent + pair_fp32, allreduce_bytes=reduce.bytes_sent,
+            metric="accuracy" if self.pairs is None else self.pairs.metric,
             halo=HaloEpoch(
                 halo_time=halo.seconds, pipeline=self.comm.pipeline, staleness=mode.staleness,
                 sync_reason=mode.reason, boundary_sampling=self.train_cfg.boundary_sampling,

@@ -22,13 +22,14 @@ class TrainingJob:
     cache: object = field(default_factory=lambda: section("cache"))
     features: object = field(default_factory=lambda: section("features"))
     vip_dir: Path | None = None
+    link: object = field(default_factory=lambda: section("link"))  # link prediction's (train.task link)
 
     def __post_init__(self):
         for name in ("partition_dir", "out_dir", "vip_dir"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, Path):
                 object.__setattr__(self, name, Path(value))
-        for name in ("sampling", "cache", "features"):  # None: the section's defaults
+        for name in ("sampling", "cache", "features", "link"):  # None: the section's defaults
             if getattr(self, name) is None:
                 object.__setattr__(self, name, section(name))
 
@@ -39,9 +40,12 @@ class TrainingJob:
     def configs(self) -> dict[str, dict]:
         """The sections as plain dicts, as the files record them (model.pt, eval.json, the checkpoint's identity):
         ``train`` with this run's seed instead of the seeds; a sampled run has ``sampling``, ``cache`` and
-        ``features`` and an empty ``comm`` (the halo exchange's settings do not apply to it)."""
+        ``features`` and an empty ``comm`` (the halo exchange's settings do not apply to it); a link-prediction run has
+        ``link``."""
         train = {**{k: v for k, v in as_dict(self.train).items() if k != "seeds"}, "seed": self.seed}
         out = {"model": as_dict(self.model), "train": train, "comm": {} if self.sampled else as_dict(self.comm)}
         if self.sampled:
             out.update(sampling=as_dict(self.sampling), cache=as_dict(self.cache), features=as_dict(self.features))
+        if self.train.task == "link":
+            out["link"] = as_dict(self.link)
         return out

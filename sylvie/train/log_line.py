@@ -6,14 +6,15 @@ from sylvie.formats.epoch_record import EpochRecord
 
 
 def format_epoch(r: EpochRecord, epochs: int) -> str:
-    """Epoch, loss, accuracies, time (of which communication waited on and hidden), bytes sent and their width,
-    for pipelined full-graph training whether the epoch was synchronous, and with several ranks which one set the
-    pace (computed longest) and how long the ranks waited."""
+    """Epoch, loss, accuracies (link prediction: its metric, MRR or Hits@50), time (of which communication waited on
+    and hidden), bytes sent and their width, for pipelined full-graph training whether the epoch was synchronous, and
+    with several ranks which one set the pace (computed longest) and how long the ranks waited."""
     def acc(value):
         return "  –   " if value is None else f"{value:.4f}"
 
-    return (f"epoch {r.epoch + 1:>4}/{epochs} | loss {r.loss:.4f} | train {acc(r.train_acc)} | "
-            f"val {acc(r.val_acc)} | test {acc(r.test_acc)} | {r.epoch_time:.3f} s "
+    splits = (f"train {acc(r.train_acc)} | val {acc(r.val_acc)} | test {acc(r.test_acc)}" if r.metric == "accuracy"
+              else f"val {r.metric} {acc(r.val_acc)} | test {r.metric} {acc(r.test_acc)}")  # link: none of training
+    return (f"epoch {r.epoch + 1:>4}/{epochs} | loss {r.loss:.4f} | {splits} | {r.epoch_time:.3f} s "
             f"(comm {r.comm_time:.3f} s waited, {r.hidden_comm_time:.3f} s hidden) | "
             f"sent {r.bytes_sent / 1e6:.2f} MB at {r.bits} bits"
             + (f" | {'sync' if r.halo.staleness == 0 else 'stale'}" if r.halo is not None and r.halo.pipeline else "")

@@ -22,6 +22,7 @@ from sylvie.partition.shard_reader import read_shard, read_topology
 from sylvie.runtime.freed_memory import release_free_memory
 from sylvie.runtime.peer_watchdog import collective_timeout
 from sylvie.runtime.process_group import Context, one_rank_per_part, peers_watched
+from sylvie.runtime.rank_pairs import RankPairs
 from sylvie.train.checkpoint import run_identity
 from sylvie.train.fullgraph_trainer import FullGraphTrainer
 from sylvie.train.job import TrainingJob
@@ -84,7 +85,7 @@ class TrainingRun:
             board = TensorBoardMetrics(job.out_dir) if train.tensorboard and self.ctx.rank == 0 else None
             if board:
                 self._epochs.callback(board.close)
-            extra = {k: self.configs[k] for k in ("sampling", "cache", "features") if k in self.configs}
+            extra = {k: self.configs[k] for k in ("sampling", "cache", "features", "link") if k in self.configs}
             identity = run_identity(self.configs["model"], self.configs["train"], self.configs["comm"], manifest,
                                     extra)
             self.loop = self._epochs.enter_context(EpochLoop(self.trainer, self.ctx.rank, job.out_dir, train,
@@ -135,7 +136,8 @@ def build_trainer(job: TrainingJob, ctx: Context, manifest: dict, sampled=None) 
         topology, vip = sampled
         return SampledTrainer(ctx, shard, topology, job.model, train, job.sampling, job.cache, job.seed, vip,
                               timeout=collective_timeout(train.timeout), features=job.features)
-    return FullGraphTrainer(ctx, shard, job.model, train, job.comm, job.seed)
+    pairs = RankPairs(ctx, job.partition_dir, manifest, shard, job.link, job.seed) if train.task == "link" else None
+    return FullGraphTrainer(ctx, shard, job.model, train, job.comm, job.seed, pairs, job.link)
 
 
 def kept_line(best: BestEpoch) -> str:

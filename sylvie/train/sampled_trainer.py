@@ -54,7 +54,7 @@ from sylvie.train.log_line import format_epoch
 from sylvie.train.optimiser import Optimiser
 from sylvie.train.rank_times import minor_faults, rank_times, rank_times_slots
 from sylvie.train.sampled_batches import BatchPreparer, PreparedBatch
-from sylvie.train.step import ModelStep
+from sylvie.train.step import ModelStep, node_loss_sum
 
 SIMULATED_EPOCHS = 2  # the simulation policy's pre-sampled epochs (GNNLab)
 
@@ -173,7 +173,7 @@ class SampledTrainer:
 
         def forward():
             xs = [pulled[t][1] if t in pulled else x for t, x in enumerate(batch.x)]
-            return self.model(batch.blocks, xs), batch.labels
+            return node_loss_sum(self.model(batch.blocks, xs), batch.labels)
 
         def push():  # the pulled rows' gradients to their owners, into their tables' gradients
             for t, (ids, rows) in pulled.items():

@@ -101,6 +101,11 @@ def seed_generators(seed: int) -> None:
         torch.cuda.manual_seed_all(seed)
 
 
+def node_loss_sum(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Node classification's loss of some targets: their summed cross-entropy."""
+    return F.cross_entropy(logits, labels, reduction="sum")
+
+
 class ModelStep:
     """All of one optimisation step of ``model`` with ``opt`` but the optimiser's step, the same for both trainers: a
     trainer's ``train_step`` calls ``forward_backward`` and then ``opt.step()`` itself (torchtitan's
@@ -111,11 +116,12 @@ class ModelStep:
         self.model, self.opt, self.seed, self.world, self.rank = model, opt, seed, world, rank
         self.stats = CommStats()
 
-    def forward_backward(self, step: int, epoch: int, forward: Callable[[], tuple[torch.Tensor, torch.Tensor]],
-                         num_targets: float, after_backward: Callable[[], None] | None = None) -> float:
+    def forward_backward(self, step: int, epoch: int, forward: Callable[[], torch.Tensor], num_targets: float,
+                         after_backward: Callable[[], None] | None = None) -> float:
         """Step number ``step`` (of epoch ``epoch``) up to the optimiser's step, with the gradient of the mean loss over
-        all ranks' ``num_targets`` targets (``forward()`` returns this rank's targets' logits and labels); returns the
-        loss summed over all ranks' targets, the same on every rank. Raises ``TrainingDiverged`` on every rank when the
+        all ranks' ``num_targets`` targets (``forward()`` returns this rank's targets' summed loss: ``node_loss_sum``
+        of node classification, ``RankPairs.loss_sum`` of link prediction); returns the loss summed over all ranks'
+        targets, the same on every rank. Raises ``TrainingDiverged`` on every rank when the
         loss or a gradient is not finite, so that the optimiser never steps on them."""
         # Every rank raises together since the numbers are all-reduced. ``after_backward()``: what the step does between
         # the backward pass and the gradients' all-reduce (a sampled rank sends embedding rows' gradients to their
@@ -123,8 +129,7 @@ class ModelStep:
         seed_generators(step_seed(self.seed, step, self.world, self.rank))
         self.model.train()
         self.opt.zero_grad()
-        logits, labels = forward()
-        loss_sum = F.cross_entropy(logits, labels, reduction="sum")
+        loss_sum = forward()
         (loss_sum / float(num_targets)).backward()
         if after_backward is not None:
             after_backward()

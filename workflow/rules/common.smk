@@ -66,6 +66,8 @@ def train_options(run_name):
                   cli_arguments("cache", r.cache), cli_arguments("features", r.features), f"--vip {vip_dir(run_name)}"]
     else:
         flags += [cli_arguments("train", r.train, skip=("seeds", "mode")), cli_arguments("comm", r.comm)]
+    if r.train.task == "link":  # link prediction's settings; a node-classification run gets none
+        flags.append(cli_arguments("link", r.link))
     return " ".join(flags)
 
 
