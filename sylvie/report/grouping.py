@@ -30,6 +30,7 @@ def run_settings(evaluation: EvalResult) -> dict:
     flat = {"dataset": evaluation.dataset, "parts": evaluation.num_parts}
     for sec in SECTIONS:
         flat.update({f"{sec}.{k}": v for k, v in (getattr(evaluation, sec) or {}).items()})
+    flat.update({f"link.{k}": v for k, v in (evaluation.link_cfg or {}).items()})  # a link run's decoder, loss, ...
     for key, value in _BEFORE_THE_KNOB.items():
         if getattr(evaluation, key.split(".")[0]) is not None:  # a number: 1 and 1.0 are one setting
             flat[key] = float(flat.get(key, value))

@@ -1,4 +1,8 @@
-"""The HTML report: a comparison table and the plots, in one self-contained page."""
+"""The HTML report: a comparison table and the plots, in one self-contained page.
+
+Node-classification and link-prediction runs share the table: each row says its task; node runs fill the accuracy
+columns and the time to the accuracy target, link runs the test MRR and Hits@K columns (eval.json's ``link``), each
+the other's "n/a". The plots of one task (``plots.plots_for``) appear where the report has its runs."""
 from __future__ import annotations
 
 import base64
@@ -17,7 +21,7 @@ from sylvie.output_dir import check_location
 from sylvie.report.grouping import collect
 from sylvie.report.plots import PLOTS, SOFTWARE, write_plots
 from sylvie.report.run_output import RunOutput, failed, finished
-from sylvie.report.summary import summarise
+from sylvie.report.summary import LINK_METRICS, summarise
 from sylvie.report.time_to_accuracy import accuracy_target, time_to_accuracy
 
 _CAPTIONS = {
@@ -26,11 +30,16 @@ _CAPTIONS = {
     "accuracy": "Validation (solid) and test (dashed) accuracy per epoch, one colour per run: the mean over its "
                 "seeds, shaded from the lowest to the highest seed. Runs that failed are dotted (validation), up "
                 "to the cross where they stopped.",
+    "mrr": "Link-prediction runs: validation (solid) and test (dashed) MRR per epoch, each split's pairs ranked "
+           "among their negatives as the trainer evaluates them, one colour per run: the mean over its seeds, shaded "
+           "from the lowest to the highest seed. Runs that failed are dotted (validation), up to the cross where "
+           "they stopped. The table's MRR and Hits@K are the evaluate stage's, of the model it chose.",
     "time_to_accuracy": "Validation accuracy against seconds of training (the epochs' times summed, evaluation "
                         "excluded), mean over seeds, shaded from the lowest to the highest seed: what each regime "
                         "and exchange buys in wall-clock. The dashed line is the target of the table's \"s to "
                         "target\" column: 98% of the lowest best validation accuracy of any run, so every run "
-                        "reaches it. Runs that failed are dotted.",
+                        "reaches it. Runs that failed are dotted. Node-classification runs only (a link run's "
+                        "validation MRR has no accuracy target).",
     "epoch_time": "Seconds per training epoch, split into computation, encoding/decoding of the halo exchange "
                   "(Low-bit Module) and communication waited on (halo exchange and gradient all-reduce), mean over "
                   "epochs and seeds. The hatched part on top is communication that ran in the background while "
@@ -45,8 +54,12 @@ _CAPTIONS = {
             "the rank's own rows, its cache of remote rows, or their owners over the network.",
 }
 _COLUMNS = [("run", "run", "{}"), ("dataset", "dataset", "{}"), ("parts", "parts", "{}"), ("arch", "model", "{}"),
-            ("seeds", "seeds", "{}"), ("test_acc", "test acc", "{:.2%}"), ("test_std", "± std", "{:.2%}"),
-            ("val_acc", "val acc", "{:.2%}"), ("epochs", "epochs", "{}"), ("epoch_time", "s/epoch", "{:.4f}"),
+            ("task", "task", "{}"), ("seeds", "seeds", "{}"), ("test_acc", "test acc", "{:.2%}"),
+            ("test_std", "± std", "{:.2%}"), ("val_acc", "val acc", "{:.2%}"),
+            ("test_mrr", "test MRR", "{:.4f}"), ("test_mrr_std", "± std MRR", "{:.4f}"),
+            ("test_hits@10", "test Hits@10", "{:.4f}"), ("test_hits@10_std", "± std Hits@10", "{:.4f}"),
+            ("test_hits@50", "test Hits@50", "{:.4f}"), ("test_hits@50_std", "± std Hits@50", "{:.4f}"),
+            ("epochs", "epochs", "{}"), ("epoch_time", "s/epoch", "{:.4f}"),
             ("time_to_target", "s to target", "{:.2f}"),
             ("comm_time", "comm waited s/epoch", "{:.4f}"), ("hidden_comm_time", "comm hidden s/epoch", "{:.4f}"),
             ("codec_time", "codec s/epoch", "{:.4f}"), ("regime", "regime", "{}"), ("exchange", "exchange", "{}"),
@@ -60,14 +73,32 @@ _NOT_A_NUMBER = {"test_acc": "n/a (no test nodes)", "test_std": "n/a (no test no
                  "val_acc": "n/a (no validation nodes)", "time_to_target": "not reached",
                  "rows_per_batch": "n/a (no minibatches)", "cache_hit": "n/a (nothing remote)"}
 _SAMPLED_ONLY = ("rows_per_batch", "cache_hit")
+_NODE_ONLY = ("test_acc", "test_std", "val_acc", "time_to_target")
+_LINK_ONLY = tuple(key for key, _, _ in _COLUMNS if key.startswith("test_") and key not in _NODE_ONLY)
 _INFINITE = {"time_to_target": "not reached"}
 
 
-def _fmt(key: str, fmt: str, v, regime: str = "") -> str:
+def _missing(key: str, row: dict) -> str:
+    """Why the number ``key`` of ``row`` is not a number, in words."""
+    if row.get("regime") == "full-graph" and key in _SAMPLED_ONLY:
+        return "n/a (full-graph)"
+    if row.get("task") == "link" and key in _NODE_ONLY:
+        return "n/a (link run)"
+    if row.get("task", "node") == "node" and key in _LINK_ONLY:
+        return "n/a (node run)"
+    if key in _LINK_ONLY:  # a link run's metric: never measured (MRR: the split's negatives are shared), or no pairs
+        name = key.removeprefix("test_").removesuffix("_std")
+        if name in row.get("unmeasured", ()):
+            shared = name == "mrr" and len(row["unmeasured"]) < len(LINK_METRICS)  # (Hits@K measured, no MRR)
+            return "n/a (shared negatives)" if shared else "n/a (not measured)"
+        return "n/a (no test pairs)"
+    return _NOT_A_NUMBER.get(key, "n/a")
+
+
+def _fmt(key: str, fmt: str, v, row: dict | None = None) -> str:
     if isinstance(v, float) and not math.isfinite(v):
         if math.isnan(v):
-            full_graph = regime == "full-graph" and key in _SAMPLED_ONLY
-            return html.escape("n/a (full-graph)" if full_graph else _NOT_A_NUMBER.get(key, "n/a"))
+            return html.escape(_missing(key, row or {}))
         return html.escape(_INFINITE.get(key, "infinite" if v > 0 else "minus infinite"))
     return html.escape(fmt.format(v))
 
@@ -91,11 +122,14 @@ def _table(runs: dict[str, list[RunOutput]]) -> str:
     head = "".join(f"<th>{html.escape(t)}</th>" for _, t, _ in _COLUMNS)
     rows, target = [], accuracy_target(runs)
     for name, outputs in runs.items():
-        if finished(outputs):
-            row = {"run": name, **summarise(outputs), "seeds": _seeds(outputs),
-                   "time_to_target": time_to_accuracy(outputs, target)}
-            rows.append("<tr>" + "".join(f"<td>{_fmt(k, f, row[k], row['regime'])}</td>" for k, _, f in _COLUMNS)
-                        + "</tr>")
+        done = finished(outputs)
+        if done:
+            row = {"run": name, **summarise(outputs), "seeds": _seeds(outputs)}
+            row["time_to_target"] = time_to_accuracy(outputs, target) if row["task"] == "node" else math.nan
+            # a link run's metrics its evaluation did not give (no MRR: negatives shared by the split, as ogbl-collab's)
+            measured = {k for o in done for k in (o.evaluation.link or {}).get("test", {})}
+            row["unmeasured"] = set(LINK_METRICS) - measured if row["task"] == "link" else set()
+            rows.append("<tr>" + "".join(f"<td>{_fmt(k, f, row[k], row)}</td>" for k, _, f in _COLUMNS) + "</tr>")
         rows.extend(_failed_row(o) for o in failed(outputs))
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
@@ -159,6 +193,10 @@ def _page(title: str, runs: dict[str, list[RunOutput]], plots: dict[str, Path]) 
                    if o.evaluation is not None and o.evaluation.summary.get("model_chosen_by") == BY_LAST_EPOCH})
     last_note = (f" Runs whose graph has no validation nodes ({html.escape(', '.join(last))}): the model of their "
                  f"last epoch, which nothing could choose against." if last else "")
+    link_note = (" Link-prediction runs: MRR and Hits@K of the test pairs, each ranked among its negatives as OGB "
+                 "ranks them (Hits@K against negatives shared by the split where it has no negatives per pair), "
+                 "from the same stage, mean ± std over seeds." if any(o.task == "link" for outs in runs.values()
+                                                                      for o in outs) else "")
     return f"""<!doctype html>
 <html><head><meta charset="utf-8">{_GENERATOR}<title>{html.escape(title)}</title>
 <style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}}
@@ -167,7 +205,7 @@ th{{background:#f3f3f3}}tr.failed td{{color:#a00}}figure{{display:inline-block;m
 img{{max-width:100%}}figcaption{{font-size:13px;color:#555}}</style></head><body>
 <h1>{html.escape(title)}</h1><p>{total} training runs{failed_note}; generated {stamp}. Accuracy is from the evaluate
 stage (whole-graph inference in full precision, model of the best validation epoch), mean ± std over seeds.
-{last_note}</p>
+{link_note}{last_note}</p>
 <h2>Runs</h2>{_table(runs)}<h2>Plots</h2>{figures}</body></html>
 """
 
@@ -189,6 +227,10 @@ def write_report(run_dirs: list[str | Path], out_dir: str | Path, title: str) ->
             page.write_text(_page(title, runs, plots))
             for p in [*plots.values(), page]:
                 os.replace(p, out / p.name)
+            for name in set(PLOTS) - plots.keys():  # an earlier report's plot this one has not (of a task it lacks)
+                stale = out / f"{name}.png"
+                if stale.is_file() and not stale.is_symlink() and _ours(stale):
+                    stale.unlink()
     except OSError as e:
         error = _write_error(out_dir, e)  # (its free space measured before the folders go)
         for p in made:  # the directories this call made, if nothing else is in them

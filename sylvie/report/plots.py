@@ -2,7 +2,11 @@
 
 Per-epoch plots draw one line per run (the mean over its seeds, in the run's colour in every plot) with a shaded
 band from the lowest to the highest seed; a run that failed (``failed.json``) is a dotted line of its own for the
-epochs it ran, ending in a cross where it stopped."""
+epochs it ran, ending in a cross where it stopped.
+
+Node classification's and link prediction's validation metrics (accuracy, MRR: ``EpochRecord.metric``) are drawn
+apart: the "accuracy" plot holds the node runs, the "mrr" plot the link runs, each written only where the report has
+such runs (``plots_for``); time to accuracy is the node runs'."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -14,11 +18,18 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
-from sylvie.report.run_output import RunOutput, failed, finished  # noqa: E402
+from sylvie.report.run_output import RunOutput, failed, finished, task_of  # noqa: E402
 from sylvie.report.summary import summarise  # noqa: E402
-from sylvie.report.time_to_accuracy import accuracy_over_time, accuracy_target, training_seconds  # noqa: E402
+from sylvie.report.time_to_accuracy import (  # noqa: E402
+    accuracy_over_time,
+    accuracy_target,
+    node_runs,
+    training_seconds,
+)
 
-PLOTS = ("loss", "accuracy", "time_to_accuracy", "epoch_time", "bytes", "rows")
+PLOTS = ("loss", "accuracy", "mrr", "time_to_accuracy", "epoch_time", "bytes", "rows")  # every plot there may be
+_BY_TASK = {"accuracy": "node", "mrr": "link", "time_to_accuracy": "node"}  # plots of one task's runs only
+_METRIC_WORDS = {"accuracy": "accuracy", "mrr": "MRR"}  # EpochRecord.metric, on an axis
 _KEY_WORDS = {"val_acc": "validation", "test_acc": "test", "loss": "loss"}
 _BAND = "shaded: lowest to highest seed"
 _SECONDS = "seconds of training (evaluation excluded), mean over seeds"
@@ -59,10 +70,20 @@ def _failed_line(ax, x, y, color, output: RunOutput) -> None:
         ax.plot(x[ok][-1:], y[ok][-1:], "x", color=color, markersize=8, markeredgewidth=2)
 
 
-def _curves(runs, keys, ylabel, logy=False):
+def _metric_label(runs, task: str) -> str:
+    """What the validation and test curves of ``task``'s runs measure, in words, from their epochs' metric."""
+    metrics = sorted({m.metric for outputs in runs.values() if task_of(outputs) == task
+                      for o in outputs for m in o.metrics}) or ["accuracy" if task == "node" else "mrr"]
+    return " / ".join(_METRIC_WORDS.get(m, m) for m in metrics)
+
+
+def _curves(runs, keys, ylabel, logy=False, task=None):
+    """Per-epoch lines of ``keys`` for every run, or for ``task``'s runs only (colours those of all runs)."""
     fig, ax = _wide()
     colors, banded = _colors(runs), False
     for name, outputs in runs.items():
+        if task is not None and task_of(outputs) != task:
+            continue
         done = finished(outputs)
         for i, (key, style) in enumerate(keys):
             if done:
@@ -128,12 +149,12 @@ def plot_accuracy_over_time(runs, path, xlabel=_SECONDS):
 
 
 def _accuracy_over_time(runs, xlabel=_SECONDS):
-    """Validation accuracy against seconds of training, one line per run (its evaluated epochs, mean over seeds,
-    lowest to highest seed shaded), runs that failed dotted, and the common target (``accuracy_target``) as a
-    dashed line."""
+    """Validation accuracy against seconds of training, one line per node-classification run (its evaluated
+    epochs, mean over seeds, lowest to highest seed shaded), runs that failed dotted, and the common target
+    (``accuracy_target``) as a dashed line."""
     fig, ax = _wide()
     colors, banded = _colors(runs), False
-    for name, outputs in runs.items():
+    for name, outputs in node_runs(runs).items():
         done = finished(outputs)
         if done:
             seconds, acc = accuracy_over_time(done)
@@ -177,7 +198,10 @@ def _rows(runs):
 
 _FIGURES = {
     "loss": lambda runs: _curves(runs, [("loss", "-")], "training loss (mean over seeds)", logy=True),
-    "accuracy": lambda runs: _curves(runs, [("val_acc", "-"), ("test_acc", "--")], "accuracy (mean over seeds)"),
+    "accuracy": lambda runs: _curves(runs, [("val_acc", "-"), ("test_acc", "--")],
+                                     f"{_metric_label(runs, 'node')} (mean over seeds)", task="node"),
+    "mrr": lambda runs: _curves(runs, [("val_acc", "-"), ("test_acc", "--")],
+                                f"{_metric_label(runs, 'link')} (mean over seeds)", task="link"),
     "time_to_accuracy": _accuracy_over_time,
     "epoch_time": lambda runs: _bars(runs, [("compute_time", "compute"), ("codec_time", "encode/decode"),
                                             ("comm_time", "communication")], "seconds per epoch",
@@ -192,9 +216,16 @@ def figure(name: str, runs: dict[str, list[RunOutput]]):
     return _FIGURES[name](runs)
 
 
+def plots_for(runs: dict[str, list[RunOutput]]) -> tuple[str, ...]:
+    """The plots of ``runs``, in PLOTS' order: all but those of a task (``_BY_TASK``) none of the runs has; a report of
+    node runs alone has every plot but "mrr"."""
+    tasks = {task_of(outputs) for outputs in runs.values()} or {"node"}
+    return tuple(name for name in PLOTS if name not in _BY_TASK or _BY_TASK[name] in tasks)
+
+
 def write_plots(runs: dict[str, list[RunOutput]], out_dir: Path) -> dict[str, Path]:
-    """Write every plot into ``out_dir``; returns plot name -> file."""
-    paths = {name: out_dir / f"{name}.png" for name in PLOTS}
+    """Write the plots of ``runs`` (``plots_for``) into ``out_dir``; returns plot name -> file."""
+    paths = {name: out_dir / f"{name}.png" for name in plots_for(runs)}
     for name, path in paths.items():
         _save(figure(name, runs), path)
     return paths

@@ -31,6 +31,14 @@ class RunOutput:
     path: Path | None = None  # the run directory, as given
     failure: RunFailure | None = None  # why training stopped without a model (failed.json), or None
 
+    @property
+    def task(self) -> str:
+        """"node" or "link": as eval.json records it, or, for a run that failed, as its epochs' metric says (MRR:
+        link prediction); "node" where neither says (nothing recorded before link prediction existed)."""
+        if self.evaluation is not None:
+            return self.evaluation.task
+        return "link" if any(m.metric == "mrr" for m in self.metrics) else "node"
+
     def series(self, key: str) -> np.ndarray:
         """Field ``key`` of every epoch (``EpochRecord.value``); not in the run's mode, or null: nan."""
         return np.array([m.value(key) for m in self.metrics], dtype=float)
@@ -53,6 +61,11 @@ class RunOutput:
         if f.reason == "diverged":
             return f"diverged at epoch {f.epoch}"
         return f"failed: non-finite loss at epoch {f.epoch}"
+
+
+def task_of(outputs: list[RunOutput]) -> str:
+    """A run's task ("node" or "link"): its seeds' (a finished one's first; seeds of one run share their settings)."""
+    return (finished(outputs) or outputs)[0].task
 
 
 def finished(outputs: list[RunOutput]) -> list[RunOutput]:
