@@ -1,4 +1,5 @@
-"""OGB node-property datasets through the `ogb` package's own downloader, with a configurable mirror."""
+"""OGB datasets through the `ogb` package's own downloader, with a configurable mirror: the node-property datasets
+here, the link-property ones (``LINK_NAMES``) in ``sylvie.data.ogb_link``, which downloads through ``_fetch``."""
 from __future__ import annotations
 
 import contextlib
@@ -17,17 +18,20 @@ from sylvie.graph_types import GraphTypes, Relation
 
 log = logging.getLogger(__name__)
 
-NAMES = ("ogbn-arxiv", "ogbn-products", "ogbn-papers100M", "ogbn-mag")
+NODE_NAMES = ("ogbn-arxiv", "ogbn-products", "ogbn-papers100M", "ogbn-mag")
+LINK_NAMES = ("ogbl-citation2", "ogbl-collab")  # sylvie.data.ogb_link's
+NAMES = NODE_NAMES + LINK_NAMES
 # Directed citation graphs are made undirected, as in the OGB and DGL reference examples (ogbn-mag, typed, gets
 # each relation's reverse instead: reverse_relations).
 SYMMETRIZE = {"ogbn-arxiv": True, "ogbn-products": False, "ogbn-papers100M": True, "ogbn-mag": False}
 
 
 def _meta_info(name: str, root: Path, mirror: str | None) -> dict:
-    import ogb.nodeproppred
+    import ogb
     import pandas as pd
 
-    master = pd.read_csv(Path(ogb.nodeproppred.__file__).parent / "master.csv", index_col=0, keep_default_na=False)
+    task = "linkproppred" if name in LINK_NAMES else "nodeproppred"
+    master = pd.read_csv(Path(ogb.__file__).parent / task / "master.csv", index_col=0, keep_default_na=False)
     meta = dict(master[name])
     if mirror:
         meta["url"] = mirror.rstrip("/") + "/" + meta["url"].rsplit("/", 1)[1]
@@ -69,18 +73,22 @@ def _ogb_downloads_into(root: Path):
         ds_mod.decide_download = saved
 
 
-def _fetch(name: str, root: Path, meta: dict, timeout_s: float):
-    """ogb's NodePropPredDataset, downloading and extracting the archive if needed. What this call wrote and
-    could not finish is removed (a partial folder); an archive that is not a valid zip is moved aside, so the
-    next run downloads it again instead of reusing it."""
-    from ogb.nodeproppred import NodePropPredDataset
+def _fetch(name: str, root: Path, meta: dict, timeout_s: float, open_dataset=None):
+    """ogb's NodePropPredDataset (or what ``open_dataset()`` returns: ``ogb_link``'s extracted folder), downloading
+    and extracting the archive if needed. What this call wrote and could not finish is removed (a partial folder); an
+    archive that is not a valid zip is moved aside, so the next run downloads it again instead of reusing it."""
+    if open_dataset is None:
+        from ogb.nodeproppred import NodePropPredDataset
+
+        def open_dataset():
+            return NodePropPredDataset(name, meta_dict=meta)
 
     archive = root / meta["url"].rpartition("/")[2]
     folder = root / meta["dir_path"]
     ours = [f for f in {folder, root / meta.get("download_name", meta["dir_path"])} if not f.exists()]
     with _ogb_downloads_into(root), network_timeout(timeout_s):
         try:
-            return NodePropPredDataset(name, meta_dict=meta)
+            return open_dataset()
         except zipfile.BadZipFile as e:
             aside = archive.with_name(archive.name + ".corrupt")
             if archive.exists():
@@ -105,8 +113,8 @@ def load_ogb(name: str, root: str | Path, mirror: str | None = None, timeout_s: 
     """Download (if needed) and load an ogbn-* dataset into canonical form; every network read gives up after
     ``timeout_s`` seconds without data. A typed dataset (ogbn-mag) gets each relation's reverse unless
     ``reverse_relations`` is off."""
-    if name not in NAMES:
-        raise SylvieError(f"unknown OGB dataset '{name}'; choose one of {', '.join(NAMES)}")
+    if name not in NODE_NAMES:
+        raise SylvieError(f"unknown OGB node-property dataset '{name}'; choose one of {', '.join(NODE_NAMES)}")
     root = Path(root).resolve()
     meta = _meta_info(name, root, mirror)
     ds = _fetch(name, root, meta, timeout_s)

@@ -6,7 +6,7 @@ import logging
 import os
 from pathlib import Path
 
-from sylvie.data import files_source, generated, ogb, planetoid
+from sylvie.data import files_source, generated, ogb, ogb_link, planetoid
 from sylvie.data.graph import Graph, load_meta, save_graph
 from sylvie.data.input_files import check_entry, listed
 from sylvie.data.link_split import check_shares, has_edge_split, with_edge_split
@@ -169,6 +169,8 @@ def _load(name: str, options) -> Graph:
     if source == "planetoid":
         return planetoid.load_planetoid(name, options.raw_dir, allow_download=options.allow_download,
                                         timeout_s=options.timeout)
+    if source == "ogb" and name in ogb.LINK_NAMES:
+        return ogb_link.load_ogb_link(name, options.root, mirror=options.mirror, timeout_s=options.timeout)
     if source == "ogb":
         return ogb.load_ogb(name, options.root, mirror=options.mirror, timeout_s=options.timeout,
                             reverse_relations=options.reverse_relations)
@@ -183,7 +185,8 @@ def _load(name: str, options) -> Graph:
 
 # Published node counts (Planetoid: Yang et al. 2016; OGB: Hu et al. 2020), known before anything is downloaded.
 NUM_NODES = {"cora": 2_708, "citeseer": 3_327, "pubmed": 19_717, "ogbn-arxiv": 169_343, "ogbn-products": 2_449_029,
-             "ogbn-papers100M": 111_059_956, "ogbn-mag": 1_939_743}
+             "ogbn-papers100M": 111_059_956, "ogbn-mag": 1_939_743, "ogbl-citation2": 2_927_963,
+             "ogbl-collab": 235_868}
 
 
 def num_nodes_before_download(name: str, options, dataset_dir: str | Path | None = None) -> int:
