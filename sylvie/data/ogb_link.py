@@ -1,13 +1,9 @@
-"""OGB's link-property datasets ogbl-citation2 and ogbl-collab, read from OGB's archive (its ``raw/`` CSV files and
-its ``split/<split>/{train,valid,test}.pt``), downloaded by ogb's downloader (``ogb._fetch``), without DGL or PyG.
+"""OGB's link-property datasets ogbl-citation2 and ogbl-collab from OGB's archive (``raw/*.csv.gz``, the split's
+``{train,valid,test}.pt``), downloaded by ogb's downloader, without DGL or PyG.
 
-OGB's graph of a link dataset holds its training edges only, and its examples pass messages over them both ways
-(citation2's ``adj_t.to_symmetric()``; collab's archive lists each collaboration once and ogb adds the inverse), so
-the canonical graph's edges are the training edges, both ways, duplicates and self-loops dropped. ``graph.link``
-holds the pairs as OGB's splits give them (citation2: citing -> cited; collab: each collaboration once, a pair
-repeated where it recurs), and what each is ranked against: citation2's 1,000 ``target_node_neg`` per validation
-and test pair (MRR), collab's ``edge_neg`` pairs shared by a split (Hits@50). Collab's edge weights and years are
-not kept. The nodes have no labels (one class, every node a training node: what a canonical graph asks of them).
+OGB's graph is the training edges, and its examples pass messages both ways; so are the canonical graph's edges.
+``graph.link`` holds OGB's pairs and what each is ranked against: citation2's ``target_node_neg`` (MRR), collab's
+shared ``edge_neg`` pairs (Hits@50). Collab's weights and years are dropped; nodes have no labels.
 """
 from __future__ import annotations
 
