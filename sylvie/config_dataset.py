@@ -87,7 +87,7 @@ class DatasetConfig:
         "planetoid, ogb: seconds a download waits for the server to answer (connect, or any read) before it fails",
         exclusive_minimum=0, resumable=True)
     mirror: str | None = knob(None, "ogb: base URL of a mirror holding <name>.zip (null = OGB's own server)")
-    preset: Literal["none", "products", "mag", "igbh"] = knob(
+    preset: Literal["none", "products", "mag", "igbh", "citation2"] = knob(
         "none",
         "synthetic: a graph shaped like a real one, its knobs standing in for the defaults below (a knob set "
         "explicitly wins, e.g. nodes for a smaller graph of the same shape). products: ogbn-products' size, "
@@ -95,7 +95,9 @@ class DatasetConfig:
         "under x-presets here; validated against the published statistics in benchmarks/README.md). mag: a typed "
         "citation graph shaped like ogbn-mag (papers, authors, institutions, fields of study; structure mag). igbh: "
         "a typed citation graph shaped like IGBH-small, MLPerf's GNN dataset (paper, author, institute, fos, 1024 "
-        "features on every type, 19 classes; structure igbh)")
+        "features on every type, 19 classes; structure igbh). citation2: a directed citation graph shaped like "
+        "ogbl-citation2 for link prediction (papers cite older papers only, each newest evaluated paper's two latest "
+        "references held out, 1,000 negatives each; structure citation)")
     nodes: int = knob(10000, "synthetic: number of nodes", minimum=2, maximum=2147483647)
     avg_degree: float = knob(10.0, "synthetic: average (undirected) degree", exclusive_minimum=0)
     features: int = knob(32, "synthetic: feature dimension", minimum=1, maximum=2147483647)
@@ -154,7 +156,7 @@ class DatasetConfig:
         "error",
         "files, link prediction: a validation or test pair that is also a training edge (a leak: message passing "
         "would see it). error: refused, naming the first; keep: kept, with a warning giving the count")
-    structure: Literal["blocks", "nested", "mag", "igbh"] = knob(
+    structure: Literal["blocks", "nested", "mag", "igbh", "citation"] = knob(
         "blocks",
         "synthetic: blocks: a degree-corrected stochastic block model, one block per class and no locality within a "
         "block (sylvie/data/synthetic.py); nested: communities nested at several scales inside each class, so that "
@@ -163,7 +165,13 @@ class DatasetConfig:
         "(avg_degree unused), homophily the share of edges within a paper's venue (sylvie/data/mag_like.py); igbh: "
         "a typed graph in IGBH-small's proportions, nodes its total, each relation's degree IGBH-small's, features "
         "on every type, homophily (or relation_homophily) the expected share of a relation's edges joining two "
-        "nodes of one class (sylvie/data/igbh_like.py)")
+        "nodes of one class (sylvie/data/igbh_like.py); citation: a link-prediction graph of papers citing older "
+        "papers (sylvie/data/citation_like.py): avg_degree twice the references per paper, classes the latent topics "
+        "that drive features and citations, homophily the probability that a reference is drawn within the citing "
+        "paper's topic, degree_sigma the spread of how often papers are cited, val_fraction the share of papers (the "
+        "newest with 3 or more references) whose latest reference is held out for test and next latest for "
+        "validation, eval_negatives their fixed negatives; messages pass both ways over the other citations, and "
+        "nodes have no labels")
     reverse_relations: bool = knob(
         True,
         "typed graphs (structure mag or igbh, ogbn-mag, files with relations): add each relation's reverse "
