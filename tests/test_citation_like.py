@@ -1,7 +1,7 @@
 """The citation graph (``structure: citation``, the ``citation2`` preset) on a small graph: the same graph for the
 same seed, papers citing older papers only, each evaluated paper's two latest references held out (test, then
-validation), negatives that are none of the paper's neighbours, and no held-out citation among the message graph's
-edges."""
+validation), distinct negatives that are none of the paper's neighbours, and no held-out citation among the message
+graph's edges."""
 import dataclasses
 
 import numpy as np
@@ -78,7 +78,7 @@ def test_negatives_are_none_of_the_papers_neighbours(small):
     evaluated = link.split != TRAIN
     assert link.negatives.shape == (int(evaluated.sum()), KNOBS["eval_negatives"])
     for s, negatives in zip(link.src[evaluated].tolist(), link.negatives.tolist()):
-        assert s not in negatives and not near[s] & set(negatives)
+        assert s not in negatives and not near[s] & set(negatives) and len(set(negatives)) == len(negatives)
     assert np.array_equal(np.concatenate([link.negatives_of("val"), link.negatives_of("test")]), link.negatives)
 
 
@@ -106,3 +106,5 @@ def test_the_preset_and_its_refusals():
         generate_from(dataclasses.replace(options, edge_split=[0.1, 0.1]), "synthetic-citation2")
     with pytest.raises(SylvieError, match="avg_degree=30 is more than 20 papers allow"):
         generate_from(section("dataset", {"structure": "citation", "nodes": 20, "avg_degree": 30}), "tiny")
+    with pytest.raises(SylvieError, match="papers it neither cites nor is cited by, fewer than eval_negatives=100"):
+        generate_from(section("dataset", {"structure": "citation", "nodes": 60, "eval_negatives": 100}), "tiny")

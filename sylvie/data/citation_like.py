@@ -107,9 +107,20 @@ def _held_out(keys: np.ndarray, n: int, share: float) -> np.ndarray:
     return split
 
 
+def _repeated(rows: np.ndarray) -> np.ndarray:
+    """Whether each entry of the 2-D ``rows`` equals an entry before it in its row (the first of each value is not)."""
+    order = np.argsort(rows, axis=1, kind="stable")
+    ranked = np.take_along_axis(rows, order, axis=1)
+    later = np.zeros(rows.shape, bool)
+    later[:, 1:] = ranked[:, 1:] == ranked[:, :-1]
+    out = np.empty(rows.shape, bool)
+    np.put_along_axis(out, order, later, axis=1)
+    return out
+
+
 def _negatives(rng, src: np.ndarray, keys: np.ndarray, n: int, k: int) -> np.ndarray:
-    """``k`` negatives for the citing paper ``src`` of each evaluated pair: uniform over the papers (with replacement),
-    none the paper itself nor one it cites or is cited by (any split; ``keys``: every citation, ``citing * n +
+    """``k`` distinct negatives for the citing paper ``src`` of each evaluated pair, uniformly among the papers that are
+    neither the paper itself nor one it cites or is cited by (any split; ``keys``: every citation, ``citing * n +
     cited``)."""
     sources = np.unique(src)
     is_source = np.zeros(n, bool)
@@ -121,20 +132,24 @@ def _negatives(rng, src: np.ndarray, keys: np.ndarray, n: int, k: int) -> np.nda
     near = near[is_source[near // n]]  # each source's own neighbours and itself
     near.sort()
     room = n - np.bincount(near // n, minlength=n)[sources]
-    if (room < 1).any():
+    if (room < k).any():
         s = int(sources[np.argmin(room)])
-        raise SylvieError(f"synthetic (structure citation): paper {s} cites or is cited by every other paper, so no "
-                          f"negative is left for it; raise nodes or lower avg_degree")
-    out = rng.integers(0, n, (src.shape[0], k))
+        raise SylvieError(f"synthetic (structure citation): paper {s} leaves {int(room.min())} papers it neither "
+                          f"cites nor is cited by, fewer than eval_negatives={k}; lower eval_negatives to at most "
+                          f"{int(room.min())}, or raise nodes")
+    out = np.empty((src.shape[0], k), np.int64)
     step = max(1, _CHUNK // k)
     for lo in range(0, src.shape[0], step):  # a block of pairs at a time: temporaries of _CHUNK draws
-        block = out[lo:lo + step].reshape(-1)  # a view: redrawn in place
-        rows = np.repeat(src[lo:lo + step] * n, k)
-        todo = np.arange(block.shape[0])
-        while todo.size:
-            key = rows[todo] + block[todo]
-            todo = todo[near[np.minimum(np.searchsorted(near, key), near.shape[0] - 1)] == key]
-            block[todo] = rng.integers(0, n, todo.size)
+        rows = np.arange(lo, min(lo + step, src.shape[0]))
+        todo = np.ones((rows.shape[0], k), bool)  # of the rows still drawing: the entries to draw again
+        while rows.size:
+            drawn = out[rows]
+            drawn[todo] = rng.integers(0, n, int(todo.sum()))
+            out[rows] = drawn
+            key = (src[rows] * n)[:, None] + drawn
+            todo = (near[np.minimum(np.searchsorted(near, key), near.shape[0] - 1)] == key) | _repeated(drawn)
+            again = todo.any(axis=1)
+            rows, todo = rows[again], todo[again]
     return out
 
 
