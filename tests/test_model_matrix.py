@@ -54,6 +54,11 @@ ELSEWHERE = {
     ("features", "zero_copy", "on"): "needs a GPU; refused without one in test_sampled_training.py",
     ("train", "tensorboard", True): "tests/test_tensorboard.py reads the scalars it writes; "
                                     "tests/test_core_install.py trains with it where TensorBoard is not installed",
+    ("train", "task", "link"): "link prediction trains on a graph with an edge split: tests/test_link_training.py",
+    **{("link", knob, value): "tests/test_link_training.py trains every link setting"
+       for knob, values in (("decoder", ("dot", "mlp", "distmult")), ("loss", ("bce", "contrastive")),
+                            ("negative_sampler", ("uniform", "local", "joint")), ("pair_bits", (1, 2, 4, 8, 32)))
+       for value in values},
 }
 
 
@@ -123,10 +128,10 @@ def _offered(sec: str) -> list[tuple]:
 @pytest.mark.unit
 def test_the_matrix_trains_every_value_the_schema_offers():
     trained = set()
+    sections = ("model", "train", "comm", "sampling", "cache", "features", "link")
     for cfg in CELLS.values():
-        for sec in ("model", "train", "comm", "sampling", "cache", "features"):
+        for sec in sections:
             full = section(sec, cfg.get(sec))
             trained |= {(sec, k, v) for k, v in vars(full).items() if not isinstance(v, (list, dict))}
-    missing = [o for sec in ("model", "train", "comm", "sampling", "cache", "features") for o in _offered(sec)
-               if o not in trained and o not in ELSEWHERE]
+    missing = [o for sec in sections for o in _offered(sec) if o not in trained and o not in ELSEWHERE]
     assert not missing, f"schema values no test trains: {missing}"

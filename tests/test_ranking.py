@@ -9,7 +9,7 @@ import pytest
 import torch
 from ogb.linkproppred import Evaluator
 
-from sylvie.evaluate.ranking import pair_ranks, ranking_metrics, shared_negative_metrics
+from sylvie.runtime.ranking import pair_ranks, ranking_metrics, shared_negative_metrics
 
 pytestmark = pytest.mark.unit
 

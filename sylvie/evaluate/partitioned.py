@@ -12,9 +12,10 @@ from pathlib import Path
 import numpy as np
 import torch.distributed as dist
 
+from sylvie.config import section
 from sylvie.data.graph import load_meta
 from sylvie.errors import SylvieError
-from sylvie.evaluate.result import check_outputs, write_eval
+from sylvie.evaluate.result import check_outputs, write_eval, write_link_eval
 from sylvie.evaluate.trained_model import model_for_inference
 from sylvie.formats.model_file import load_model
 from sylvie.formats.node_keys import read_node_keys
@@ -24,6 +25,7 @@ from sylvie.models.registry import needs_global_out_degrees, self_loop_edges
 from sylvie.partition.shard_reader import read_shard
 from sylvie.runtime.process_group import one_rank_per_part
 from sylvie.runtime.rank_graph import RankGraph
+from sylvie.runtime.rank_pairs import RankPairs
 
 
 def evaluate_partitioned(partition_dir: str | Path, model_path: str | Path, out_path: str | Path,
@@ -45,6 +47,8 @@ def evaluate_partitioned(partition_dir: str | Path, model_path: str | Path, out_
         shard = read_shard(partition_dir, ctx.rank, manifest)
         graph = RankGraph(ctx, shard, self_loop_edges(model_cfg), needs_global_out_degrees(model_cfg))
         model.keep_rows(graph.rows.embedding_ids(shard))  # the model file's tables are whole
+        if saved.link_cfg is not None:  # link prediction: the pairs scored, their ranks among their negatives
+            return _evaluate_pairs(ctx, partition_dir, manifest, shard, graph, model, saved, out_path)
         target = graph.rows.inner_slice(graph.types.target_index)  # the target type's rows; ids within the type
         first = int(shard.type_offsets[graph.types.target_index]) if shard.typed else 0
         ids = np.array(shard.global_id[target], dtype=np.int64) - first if predictions else None
@@ -67,6 +71,36 @@ def evaluate_partitioned(partition_dir: str | Path, model_path: str | Path, out_
             result = write_eval(out_path, manifest["dataset"], saved, rows,
                                 f"partition-parallel, {ctx.world} ranks")
         return result
+
+
+def _evaluate_pairs(ctx, partition_dir, manifest: dict, shard, graph: RankGraph, model, saved, out_path) -> dict | None:
+    """A link-prediction model's evaluation: every rank's embeddings of its own rows, its validation and test pairs
+    scored (their remote ends fetched in fp32), the scores gathered in the pairs' order on rank 0, which ranks them and
+    writes eval.json."""
+    pairs = RankPairs(ctx, partition_dir, manifest, shard, section("link", saved.link_cfg), seed=0)
+    del shard
+    own = graph.pair_ends(model.to(ctx.device))
+    mine = {}
+    for name in ("val", "test"):
+        pos, neg = pairs.split_scores(own, model.decoder, name)
+        shared = pairs.shared.get(name)
+        mine[name] = (pairs.splits[name].number, pos.cpu().numpy(), neg.cpu().numpy(),
+                      None if pairs.ranked or shared is None else shared.number)
+    parts = _gather_to_rank0(mine, ctx.world)
+    if ctx.rank != 0:
+        return None
+    scores = {}
+    for name in mine:
+        numbers = np.concatenate([p[name][0] for p in parts])
+        order = np.argsort(numbers, kind="stable")  # the pairs' order in the dataset, whatever the ranks
+        pos = np.concatenate([p[name][1] for p in parts])[order]
+        if pairs.ranked:
+            neg = np.concatenate([p[name][2] for p in parts])[order]
+        else:
+            shared_numbers = np.concatenate([p[name][3] for p in parts])
+            neg = np.concatenate([p[name][2] for p in parts])[np.argsort(shared_numbers, kind="stable")]
+        scores[name] = (pos, neg, not pairs.ranked)
+    return write_link_eval(out_path, manifest["dataset"], saved, scores, f"partition-parallel, {ctx.world} ranks")
 
 
 def _check_dataset(dataset_dir, manifest) -> None:

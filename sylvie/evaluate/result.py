@@ -12,7 +12,7 @@ from sylvie.data.input_files import check_entry
 from sylvie.errors import SylvieError
 from sylvie.formats import eval_result
 from sylvie.formats import predictions as predictions_file
-from sylvie.formats.eval_result import EvalResult, write_eval_result
+from sylvie.formats.eval_result import EvalResult, link_accuracies, write_eval_result
 from sylvie.formats.model_file import ModelFile
 from sylvie.formats.splits import SPLITS
 from sylvie.output_dir import resolved_path
@@ -87,4 +87,39 @@ def write_eval(out_path: str | Path, dataset: str, saved: ModelFile, split_rows:
         accuracies={s: accuracy(dataset, *split_rows[s]) for s in SPLITS},
         model=saved.model_cfg, train=saved.train_cfg, comm=saved.comm_cfg, sampling=saved.sampling_cfg,
         cache=saved.cache_cfg, features=saved.features_cfg, summary=saved.summary)
+    return write_eval_result(out_path, result)
+
+
+def link_metrics(dataset: str, pos, neg, shared: bool) -> dict[str, float]:
+    """A split's ranking metrics (``sylvie.runtime.ranking``) from its positives' scores ``[n]`` and its negatives':
+    ``[n, k]`` (each pair's own), or ``[m]`` (negative pairs the split shares). An ogbl-* dataset's metric as OGB's
+    Evaluator computes it, in place of ours (they agree: tests/test_ranking.py)."""
+    import torch
+
+    from sylvie.runtime.ranking import ranking_metrics, shared_negative_metrics
+
+    pos, neg = torch.as_tensor(pos), torch.as_tensor(neg)
+    metrics = shared_negative_metrics(pos, neg) if shared else ranking_metrics(pos, neg)
+    if dataset.startswith("ogbl-") and pos.shape[0]:
+        from ogb.linkproppred import Evaluator
+
+        official = Evaluator(dataset)
+        if shared:
+            got = official.eval({"y_pred_pos": pos, "y_pred_neg": neg})
+            metrics.update({k: float(v) for k, v in got.items() if k in metrics})
+        elif official.eval_metric == "mrr":
+            got = official.eval({"y_pred_pos": pos, "y_pred_neg": neg})
+            metrics["mrr"] = float(got["mrr_list"].mean())
+    return metrics
+
+
+def write_link_eval(out_path: str | Path, dataset: str, saved: ModelFile, scores: dict, mode: str) -> dict:
+    """A link-prediction model's eval.json: ``scores[s] = (pos, neg, shared)`` of split s's pairs (``link_metrics``);
+    ``mode`` says how inference ran. Returns eval.json's content."""
+    link = {s: link_metrics(dataset, *scores[s]) for s in scores}
+    result = EvalResult(
+        dataset=dataset, evaluator="ogb" if dataset.startswith("ogbl-") else "ranking", inference=mode,
+        accuracies=link_accuracies(link), model=saved.model_cfg, train=saved.train_cfg, comm=saved.comm_cfg,
+        sampling=saved.sampling_cfg, cache=saved.cache_cfg, features=saved.features_cfg, summary=saved.summary,
+        task="link", link=link, link_cfg=saved.link_cfg)
     return write_eval_result(out_path, result)

@@ -13,7 +13,7 @@ classification's. Fields: below.
 #     task                    "node" (node classification) or "link" (link prediction); absent in files written
 #                             before link prediction: "node"
 #     evaluator               node: "ogb" (OGB's Evaluator, for ogbn-* datasets) or "accuracy"; link: "ogb" (OGB's
-#                             Evaluator, for ogbl-* datasets) or "ranking" (sylvie.evaluate.ranking)
+#                             Evaluator, for ogbl-* datasets) or "ranking" (sylvie.runtime.ranking)
 #     inference               how inference ran, in words ("whole graph, one process", "partition-parallel, 4 ranks")
 #     train_acc, val_acc, test_acc   node: accuracy on each split's nodes (``SPLITS``); link: the split's headline
 #                             ranking metric (``HEADLINE``): its MRR where its pairs have negatives of their own, else

@@ -143,8 +143,8 @@ def write_shards(graph: Graph, assign: np.ndarray, out_dir: str | Path, method: 
     (``inputs``: the dataset it was cut from). ``balance``: what the partition balances and achieved
     (``sylvie.partition.balance.balance_record``), recorded in the manifest, as is ``partitioner`` (the library that
     cut it: ``MetisLibrary.describe``). ``link_from``: the canonical graph whose edge split (link prediction) the
-    partition carries, copied beside the shards. ``undirected``: whether the graph's edges are in their sorted undirected form
-    (``sylvie.data.edge_form``; None: checked here).
+    partition carries, copied beside the shards. ``undirected``: whether the graph's edges are in their sorted
+    undirected form (``sylvie.data.edge_form``; None: checked here).
 
     The topology is built and every shard written and its checksum taken in worker threads while the shards
     are cut one after the other (numpy, the numba kernels, Arrow's writer and sha256 let go of the GIL), so two

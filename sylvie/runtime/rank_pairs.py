@@ -6,7 +6,7 @@ ranks.
 """
 # Pairs are numbered by their position in the dataset's link_pairs.arrow: a uniform negative is a hash of (seed,
 # epoch, that number), so P ranks draw what one process draws. Evaluation ranks each pair's true destination among its
-# fixed negatives as OGB does (``sylvie.evaluate.ranking``'s rule: the mean of the optimistic and pessimistic rank).
+# fixed negatives as OGB does (``sylvie.runtime.ranking``: the mean of the optimistic and pessimistic rank).
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -25,6 +25,7 @@ from sylvie.models.link_loss import link_loss_sum, link_targets
 from sylvie.partition.shard_format import Shard
 from sylvie.partition.shard_reader import read_topology
 from sylvie.runtime.process_group import Context, all_reduce_sum
+from sylvie.runtime.ranking import pair_ranks, shared_negative_metrics
 from sylvie.sampling.negatives import joint_negatives, local_negatives, negatives_key, uniform_negatives
 
 
@@ -121,31 +122,36 @@ class RankPairs:
 
     def negatives(self, pairs: PairRows, epoch: int) -> torch.Tensor:
         """The epoch's negative destinations of ``pairs`` (partition ids): ``[n, k]``, or ``[k]`` shared (joint)."""
+        return torch.from_numpy(self.negative_ids(pairs.number, pairs.dst_type, epoch)).to(self.ctx.device)
+
+    def negative_ids(self, number: np.ndarray, dst_type: np.ndarray, epoch: int, batch: int = 0) -> np.ndarray:
+        """The negative destinations (partition ids) of the pairs numbered ``number`` (their destinations of node types
+        ``dst_type``) in batch ``batch`` of ``epoch`` (a full-graph epoch is batch 0): ``[n, k]``, or ``[k]`` shared
+        (joint, drawn per batch). Uniform and local negatives are a pair's alone, whatever batch it is in."""
         k, sampler = self.link.negatives, self.link.negative_sampler
-        out = np.empty((len(pairs.number), k), np.int64)
-        for t in np.unique(pairs.dst_type):
-            which = pairs.dst_type == t
+        out = np.empty((len(number), k), np.int64)
+        for t in np.unique(dst_type):
+            which = dst_type == t
             first, count = int(self.type_first[t]), int(self.type_first[t + 1] - self.type_first[t])
             if sampler == "uniform":
-                out[which] = self.new_of[uniform_negatives(negatives_key(self.seed, epoch), pairs.number[which], k,
+                out[which] = self.new_of[uniform_negatives(negatives_key(self.seed, epoch), number[which], k,
                                                            first, count)]
             elif sampler == "local":
                 own = self.own_of_type[t]
                 if not len(own):
                     raise SylvieError(f"rank {self.ctx.rank}: link.negative_sampler local, but this rank owns no "
                                       f"nodes of a pair's destination type; use uniform or joint")
-                out[which] = local_negatives(negatives_key(self.seed, epoch, rank=self.ctx.rank),
-                                             pairs.number[which], k, own)
+                out[which] = local_negatives(negatives_key(self.seed, epoch, rank=self.ctx.rank), number[which], k,
+                                             own)
         if sampler == "joint":
-            if len(self.type_first) > 2 and len(np.unique(pairs.dst_type)) > 1:
+            if len(self.type_first) > 2 and len(np.unique(dst_type)) > 1:
                 raise SylvieError("link.negative_sampler joint draws one set of destinations per batch, of one node "
                                   "type; this graph's pairs end in several: use uniform or local")
-            t = int(pairs.dst_type[0]) if len(pairs.dst_type) else 0
+            t = int(dst_type[0]) if len(dst_type) else 0
             first, count = int(self.type_first[t]), int(self.type_first[t + 1] - self.type_first[t])
-            shared = self.new_of[joint_negatives(negatives_key(self.seed, epoch, rank=self.ctx.rank), k, first,
-                                                 count)]
-            return torch.from_numpy(shared).to(self.ctx.device)
-        return torch.from_numpy(out).to(self.ctx.device)
+            return self.new_of[joint_negatives(negatives_key(self.seed, epoch, batch, self.ctx.rank), k, first,
+                                               count)]
+        return out
 
     def scores(self, own: torch.Tensor, decoder, pairs: PairRows, negatives: torch.Tensor, key: tuple,
                remote: RemoteEmbeddings) -> tuple[torch.Tensor, torch.Tensor]:
@@ -154,16 +160,8 @@ class RankPairs:
         n = pairs.dst.shape[0]
         ids = torch.cat([pairs.dst, negatives.reshape(-1)])
         rows = remote.fetch(own, ids, key)
-        dst, neg = rows[:n], rows[n:]
-        src = own[pairs.src]
-        rel = pairs.relation
-        pos = decoder(src, dst, rel)
-        if negatives.dim() == 1:  # shared by the batch
-            neg = decoder(src.unsqueeze(1), neg.unsqueeze(0), None if rel is None else rel.unsqueeze(1))
-        else:
-            neg = decoder(src.unsqueeze(1), neg.reshape(n, negatives.shape[1], -1),
-                          None if rel is None else rel.unsqueeze(1))
-        return pos, neg
+        neg = rows[n:].reshape(*negatives.shape, rows.shape[-1])
+        return score_pairs(decoder, own[pairs.src], rows[:n], neg, pairs.relation)
 
     def loss_sum(self, own: torch.Tensor, decoder, epoch: int) -> torch.Tensor:
         """This rank's training pairs' summed loss (``link.loss``) with the epoch's negatives; collective."""
@@ -211,18 +209,21 @@ class RankPairs:
                 every = torch.zeros(self.num_shared[name], dtype=torch.float64, device=own.device)
                 every[torch.from_numpy(self.shared[name].number).to(own.device)] = neg.to(torch.float64)
                 every = all_reduce_sum(every)
-                top = torch.topk(every, 50).values[-1] if every.shape[0] >= 50 else None
-                out[s, 0] = pos.shape[0] if top is None else (pos.to(torch.float64) > top).sum()
+                if pos.shape[0]:
+                    out[s, 0] = shared_negative_metrics(pos, every, hits=(50,))["hits@50"] * pos.shape[0]
             out[s, 1] = pos.shape[0]
         return out
 
 
-def pair_ranks(pos: torch.Tensor, neg: torch.Tensor) -> torch.Tensor:
-    """Each positive's rank among its negatives as OGB ranks (the mean of the optimistic and pessimistic rank, from
-    1), float64."""
-    pos = pos.to(torch.float64).unsqueeze(1)
-    neg = neg.to(torch.float64)
-    return 0.5 * ((neg > pos).sum(1) + (neg >= pos).sum(1)).to(torch.float64) + 1
+def score_pairs(decoder, src: torch.Tensor, dst: torch.Tensor, neg: torch.Tensor, relation: torch.Tensor | None
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+    """(positive scores ``[n]``, negative scores ``[n, k]``) of pairs from their ends' embeddings: ``src`` and ``dst``
+    ``[n, d]``, ``neg`` the negatives' ``[n, k, d]``, or ``[k, d]`` shared by the pairs; ``relation``: ``[n]`` or
+    None."""
+    pos = decoder(src, dst, relation)
+    rel = None if relation is None else relation.unsqueeze(1)
+    shared = neg.unsqueeze(0) if neg.dim() == 2 else neg
+    return pos, decoder(src.unsqueeze(1), shared, rel)
 
 
 def global_metrics(counts: torch.Tensor) -> dict[str, float | None]:
