@@ -256,11 +256,14 @@ def resolve_runs(config: dict, where: str = "config") -> dict[str, Run]:
 
 
 def _check_link_dataset(options: dict, dataset: str, where: str) -> None:
-    """A link-prediction run's dataset gives an edge split (drawn, or the user's own, or OGB's for ogbl-*), else a
-    SylvieError naming ``where`` (the run's train.task) and the dataset."""
+    """A link-prediction run's dataset gives an edge split (drawn, or the user's own, OGB's for ogbl-*, or the
+    citation structure's own, which its generator holds out), else a SylvieError naming ``where`` (the run's
+    train.task) and the dataset."""
     given = (options.get("edge_split") or options.get("edge_split_column")
              or (options.get("val_edges") and options.get("test_edges")))
-    if not given and not dataset.startswith("ogbl-"):
+    options = with_preset("dataset", options)  # a preset's knobs (its structure) where the options name one
+    own_split = (options.get("name") or dataset).startswith("ogbl-") or options.get("structure") == "citation"
+    if not given and not own_split:
         raise SylvieError(f"{where}: link prediction needs an edge split, and dataset '{dataset}' gives none; set "
                           f"datasets.{dataset}.edge_split (e.g. [0.05, 0.1]: shares of the edges held out for "
                           f"validation and test), or for files edge_split_column or val_edges and test_edges; or "

@@ -18,6 +18,11 @@ class DatasetConfig:
         "loader family (inferred for cora, citeseer, pubmed, ogbn-*, synthetic*). files: your own graph as Parquet, "
         "Arrow/Feather, CSV/TSV (optionally gzip) or .npy files (edges, node_table and the knobs after them); dgl: "
         "a dgl.save_graphs file (graph_file)")
+    name: str | None = knob(
+        None,
+        "planetoid, ogb: the dataset to read, by its published name (cora, ogbn-arxiv, ogbl-collab, ...); null: its "
+        "key under datasets. One dataset under two keys, e.g. Cora for node classification and Cora with an "
+        "edge_split for link prediction")
     edges: str | None = knob(
         None,
         "files: the edge list: a file or a folder of files of one kind: .parquet/.pq, .arrow/.feather/.ipc, "

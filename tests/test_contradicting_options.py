@@ -75,8 +75,8 @@ def test_a_run_the_config_refuses_is_refused_by_train_in_the_same_words(run, fla
 
 
 @pytest.mark.parametrize("options, said", [
-    ({"split_column": "s", "nodes": 3}, "dataset 'cora': source planetoid does not read nodes (read by synthetic), "
-                                        "split_column (read by files): ignored; remove them"),
+    ({"split_column": "s", "nodes": 3}, "dataset 'cora': source planetoid does not read split_column (read by files), "
+                                        "nodes (read by synthetic): ignored; remove them"),
     ({"source": "ogb", "nodes": 500}, "dataset 'cora': source ogb has no dataset"),  # refused, not warned
     ({"source": "files", "edges": "e.csv", "node_table": "n.csv", "graph_file": "g.bin", "mirror": "http://m"},
      "source files does not read graph_file (read by dgl), mirror (read by ogb): ignored"),

@@ -36,6 +36,11 @@ def source_of(name: str, source: str | None = None) -> str:
                       f"(names are case-sensitive; any other name needs a source: {', '.join(SOURCES)})")
 
 
+def published_name(key: str, options) -> str:
+    """The name a dataset is read by: its ``name`` (Planetoid's, OGB's), or its key under ``datasets``."""
+    return getattr(options, "name", None) or key
+
+
 def _did_you_mean(name: str, names) -> str:
     """The hint for a known name that differs from ``name`` only in case (names are case-sensitive)."""
     close = [n for n in names if n.lower() == name.lower()]
@@ -45,6 +50,7 @@ def _did_you_mean(name: str, names) -> str:
 def check_dataset(name: str, options) -> str:
     """The source of dataset ``name`` if a loader can build it from ``options``, else a SylvieError saying what to
     write (checked when a config is loaded, before any work)."""
+    name = published_name(name, options)
     source = source_of(name, options.source)
     names = {"planetoid": planetoid.NAMES, "ogb": ogb.NAMES}.get(source)
     if names is not None and name not in names:
@@ -153,6 +159,7 @@ def check_inputs(name: str, options) -> None:
 def load(name: str, options) -> Graph:
     """Build the canonical graph of dataset ``name`` from its (typed) config options, with the edge split they ask
     for (link prediction: ``link_split.with_edge_split``, where every source's graph passes)."""
+    name = published_name(name, options)
     graph = _load(name, options)
     return with_edge_split(graph, options, name) if _reads(source_of(name, options.source), "edge_split") else graph
 
@@ -194,6 +201,7 @@ def num_nodes_before_download(name: str, options, dataset_dir: str | Path | None
     pipeline decides from it how to evaluate before the dataset exists). A graph of the user's own: the node count
     of its canonical graph in ``dataset_dir`` where one is there, else its input counted, once a process (for
     ``source: dgl``, with DGL)."""
+    name = published_name(name, options)
     source = source_of(name, options.source)
     if source == "synthetic":
         return int(options.nodes)
@@ -226,7 +234,7 @@ def _dgl_count(options) -> int:
 
 def raw_inputs(name: str, options) -> tuple[str, ...]:
     """The folders a dataset is read from (never an output location)."""
-    source = source_of(name, options.source)
+    source = source_of(published_name(name, options), options.source)
     return {"planetoid": (options.raw_dir,), "ogb": (options.root,)}.get(source) or \
         tuple(given_inputs(name, options).values())
 
@@ -257,4 +265,4 @@ def download(name: str, out_dir: str | Path, options) -> dict:
     inputs = raw_inputs(name, options)
     check_replaceable(out_dir, CANONICAL_GRAPH, inputs)  # before any download or work
     graph = load(name, options)
-    return save_graph(graph, out_dir, source=source_of(name, options.source), inputs=inputs)
+    return save_graph(graph, out_dir, source=source_of(published_name(name, options), options.source), inputs=inputs)
