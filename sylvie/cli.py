@@ -148,6 +148,16 @@ def _evaluate(args) -> None:
 
         r = evaluate(args.dataset, args.model, args.out, args.predictions)
     if r is not None:
+    if args.score_pairs:
+        if args.partition or args.predictions or not args.dataset:
+            raise SylvieError("sylvie evaluate --score-pairs: give --dataset DIR (the graph the model was trained on: "
+                              "the pairs are scored from whole-graph embeddings) and --out FILE (the scores), without "
+                              "--partition or --predictions")
+        from sylvie.evaluate.score_pairs import score_pairs
+
+        n = score_pairs(args.dataset, args.model, args.score_pairs, args.out, tuple(args.pair_columns))
+        log.info(f"scored {n:,} pairs of {args.score_pairs} -> {args.out}")
+        return
         from sylvie.train.loop import no_nodes
 
         def acc(split):  # an empty split has no accuracy
@@ -306,7 +316,13 @@ def build_parser() -> argparse.ArgumentParser:
                                      "--partition: only read for the nodes' own ids and class names of --predictions)")
     e.add_argument("--partition", help="partition directory the model was trained on: one rank per part")
     e.add_argument("--model", required=True, help="model.pt written by `sylvie train`")
-    e.add_argument("--out", required=True, help="eval.json to write")
+    e.add_argument("--out", required=True, help="eval.json to write (with --score-pairs: the scores, a .csv, .tsv or "
+                                                ".parquet file)")
+    e.add_argument("--score-pairs", metavar="FILE", help="a link-prediction model: score these pairs (a CSV, TSV, "
+                   "Parquet or Arrow file or folder, the nodes named by your own ids: the node table's node_key, "
+                   "else node numbers) into --out: src, dst, score (logit), probability")
+    e.add_argument("--pair-columns", nargs=2, default=["src", "dst"], metavar=("SRC", "DST"),
+                   help="--score-pairs: the pairs' source and destination columns (default: src dst)")
     e.add_argument("--predictions", metavar="FILE", help="also write every node's predicted class, in the dataset's "
                    "node order: .npy (int64 classes), or .parquet, .csv, .tsv (optionally .gz): a table of node (the "
                    "node's own id where the dataset has them, else its number) and prediction (the class's name where "

@@ -10,7 +10,7 @@ import numpy as np
 
 from sylvie.data.input_files import check_entry
 from sylvie.errors import SylvieError
-from sylvie.formats import eval_result
+from sylvie.formats import eval_result, pair_scores
 from sylvie.formats import predictions as predictions_file
 from sylvie.formats.eval_result import EvalResult, link_accuracies, write_eval_result
 from sylvie.formats.model_file import ModelFile
@@ -28,10 +28,11 @@ def _same(a: Path, b: Path) -> bool:
         return False
 
 
-def check_outputs(out_path, predictions, inputs: dict[str, str | Path]) -> None:
+def check_outputs(out_path, predictions, inputs: dict[str, str | Path], kind: str = "eval") -> None:
     """Before any work, evaluate's one check of where it writes: ``--out`` (eval.json) and ``--predictions`` are two
     files of their own, neither one of the ``inputs`` (flag -> path) nor inside one nor an existing directory, and each
-    either does not exist or is a file evaluate wrote (``eval_result.foreign``, ``predictions.foreign``), never a user's
+    either does not exist or is a file evaluate wrote (``eval_result.foreign``, ``predictions.foreign``; ``kind``
+    "scores": ``--out`` is the scores of ``--score-pairs``, ``pair_scores.foreign``), never a user's
     file. An input that is a link to nothing or to itself is said first."""
     # The inputs are the model, the dataset or partition; the directories refused include the root, the home or working
     # directory and a parent of an input; a predictions file's kind is known by its name.
@@ -48,7 +49,7 @@ def check_outputs(out_path, predictions, inputs: dict[str, str | Path]) -> None:
         raise SylvieError(f"refusing --predictions {predictions}: it is the same file as --out {out_path}, and "
                           f"eval.json would overwrite the predictions; give each a path of its own, e.g. --predictions "
                           f"{other if resolved_path(other) != resolved['--out'] else other.with_name('predicted.npy')}")
-    default = {"--out": "eval.json", "--predictions": "predictions.npy"}
+    default = {"--out": "eval.json" if kind == "eval" else "scores.csv", "--predictions": "predictions.npy"}
     for flag, target in resolved.items():
         for in_flag, given in inputs.items():
             src = resolved_path(given)
@@ -61,9 +62,11 @@ def check_outputs(out_path, predictions, inputs: dict[str, str | Path]) -> None:
             raise SylvieError(f"refusing {flag} {outs[flag]}: it is an existing directory, and "
                               f"{flag} names a file; e.g. {flag} {Path(outs[flag]) / default[flag]}")
         if target.exists():
-            said = {"--out": "an eval.json written by sylvie evaluate",
+            said = {"--out": "an eval.json written by sylvie evaluate" if kind == "eval" else
+                    "scores written by sylvie evaluate --score-pairs",
                     "--predictions": "predictions written by sylvie evaluate --predictions"}[flag]
-            why = (eval_result if flag == "--out" else predictions_file).foreign(target)
+            out_format = eval_result if kind == "eval" else pair_scores
+            why = (out_format if flag == "--out" else predictions_file).foreign(target)
             if why:
                 raise SylvieError(f"refusing {flag} {outs[flag]}: it exists and is not {said} ({why}); nothing was "
                                   f"changed; give another {flag} or move it away yourself")

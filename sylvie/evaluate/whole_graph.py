@@ -27,9 +27,7 @@ def evaluate(dataset_dir: str | Path, model_path: str | Path, out_path: str | Pa
     graph = load_graph(dataset_dir)
     saved = load_model(model_path)
     model, model_cfg = model_for_inference(saved, model_path, graph.info["fingerprint"], dataset_dir)
-    block = whole_graph_block(graph.src, graph.dst, graph.node_counts, self_loop_edges(model_cfg), types=graph.types,
-                              relation=graph.edge_relations())
-    x = [None if f is None else torch.tensor(f) for f in map(graph.features_of, range(len(graph.node_counts)))]
+    block, x = whole_graph_inputs(graph, model_cfg)
     if saved.link_cfg is not None:
         if predictions:
             raise SylvieError(f"--predictions: {model_path} predicts links, not nodes' classes; leave --predictions "
@@ -45,6 +43,13 @@ def evaluate(dataset_dir: str | Path, model_path: str | Path, out_path: str | Pa
         keys = read_node_keys(dataset_dir, target.stop - target.start, graph.info.get("node_keys_sha256"))
         write_predictions(predictions, pred, keys, graph.info.get("class_names"))
     return write_eval(out_path, graph.name, saved, rows, "whole graph, one process")
+
+
+def whole_graph_inputs(graph, model_cfg) -> tuple:
+    """The whole graph's block (for the model of section ``model_cfg``) and every node type's input rows."""
+    block = whole_graph_block(graph.src, graph.dst, graph.node_counts, self_loop_edges(model_cfg), types=graph.types,
+                              relation=graph.edge_relations())
+    return block, [None if f is None else torch.tensor(f) for f in map(graph.features_of, range(len(graph.node_counts)))]
 
 
 @torch.no_grad()
