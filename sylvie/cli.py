@@ -138,16 +138,6 @@ def _evaluate(args) -> None:
     if not (args.dataset or args.partition):
         raise SylvieError("sylvie evaluate: give --dataset DIR (whole-graph inference) or --partition DIR "
                           "(partition-parallel)")
-    if args.partition:
-        _as_rank()
-        from sylvie.evaluate.partitioned import evaluate_partitioned
-
-        r = evaluate_partitioned(args.partition, args.model, args.out, args.predictions, args.dataset)
-    else:
-        from sylvie.evaluate import evaluate
-
-        r = evaluate(args.dataset, args.model, args.out, args.predictions)
-    if r is not None:
     if args.score_pairs:
         if args.partition or args.predictions or not args.dataset:
             raise SylvieError("sylvie evaluate --score-pairs: give --dataset DIR (the graph the model was trained on: "
@@ -158,6 +148,16 @@ def _evaluate(args) -> None:
         n = score_pairs(args.dataset, args.model, args.score_pairs, args.out, tuple(args.pair_columns))
         log.info(f"scored {n:,} pairs of {args.score_pairs} -> {args.out}")
         return
+    if args.partition:
+        _as_rank()
+        from sylvie.evaluate.partitioned import evaluate_partitioned
+
+        r = evaluate_partitioned(args.partition, args.model, args.out, args.predictions, args.dataset)
+    else:
+        from sylvie.evaluate import evaluate
+
+        r = evaluate(args.dataset, args.model, args.out, args.predictions)
+    if r is not None:
         from sylvie.train.loop import no_nodes
 
         def acc(split):  # an empty split has no accuracy

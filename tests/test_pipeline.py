@@ -65,14 +65,16 @@ def config(finished_pipeline):
 def test_the_small_configuration_takes_every_path_of_the_default():
     """What tests/configs/pipeline.yaml must keep covering of config/config.yaml: every architecture, 4 parts and 1,
     fp32 and 1-bit halo exchange, synchronous and pipelined under either staleness policy, and sampled training with
-    a VIP cache and without one, fetching remote rows in fp32 and in 1 bit."""
+    a VIP cache and without one, fetching remote rows in fp32 and in 1 bit, and link prediction beside node
+    classification."""
     small, default = runs_of(SMALL.read_text()), runs_of((REPO / "config" / "config.yaml").read_text())
 
     def paths(runs):
         out = set()
         for r in runs.values():
             out |= {("arch", r.model.arch), ("parts", r.partition.parts), ("method", r.partition.method),
-                    ("mode", r.train.mode), ("dataset", r.dataset), ("balance", r.partition.balance)}
+                    ("mode", r.train.mode), ("dataset", r.dataset), ("balance", r.partition.balance),
+                    ("task", r.train.task)}
             if r.sampled:
                 out |= {("cache", r.cache.policy if r.cache.alpha else "none"), ("remote_bits", r.sampling.remote_bits)}
             else:
@@ -92,7 +94,7 @@ def test_pipeline_writes_report(finished_pipeline):
     html = (finished_pipeline / "results" / "report" / "report.html").read_text()
     for run_name in runs_of(SMALL.read_text()):
         assert run_name in html
-    assert html.count("data:image/png;base64,") == len(PLOTS) == 6
+    assert html.count("data:image/png;base64,") == len(PLOTS) == 7  # link runs' MRR beside node runs' accuracy
     assert "s to target" in html and "Validation accuracy against seconds of training" in html
     assert "sampled, vip cache α=0.2" in html and "sampled, no cache" in html and "cache hits" in html
     assert "vs fp32" in html and "codec s/epoch" in html and "comm hidden s/epoch" in html

@@ -49,7 +49,8 @@ def whole_graph_inputs(graph, model_cfg) -> tuple:
     """The whole graph's block (for the model of section ``model_cfg``) and every node type's input rows."""
     block = whole_graph_block(graph.src, graph.dst, graph.node_counts, self_loop_edges(model_cfg), types=graph.types,
                               relation=graph.edge_relations())
-    return block, [None if f is None else torch.tensor(f) for f in map(graph.features_of, range(len(graph.node_counts)))]
+    inputs = [graph.features_of(t) for t in range(len(graph.node_counts))]
+    return block, [None if f is None else torch.tensor(f) for f in inputs]
 
 
 @torch.no_grad()
