@@ -58,12 +58,22 @@ def _partition(args) -> None:
     log.info(format_summary(manifest))
 
 
+_VIP_LINK_SKIP = ("decoder", "loss", "pair_bits")  # the link knobs that do not shape a VIP analysis
+
+
 def _vip(args) -> None:
-    from sylvie.config import section_from_args
+    from sylvie.config import given_flags, section_from_args
     from sylvie.sampling.vip_stage import write_vip
 
+    link = None
+    if getattr(args, "train.task") == "link":
+        link = section_from_args(args, "link", skip=_VIP_LINK_SKIP)
+    elif given_flags(args, "link"):
+        flags = ", ".join(given_flags(args, "link").values())
+        raise SylvieError(f"{flags}: settings of link prediction's minibatches, which a node-classification analysis "
+                          f"(--task node, the default) ignores; add --task link or drop {flags}")
     out = write_vip(args.partition, args.out, section_from_args(args, "sampling", skip=("prefetch", "remote_bits")),
-                    progress=args.progress and sys.stderr.isatty())
+                    progress=args.progress and sys.stderr.isatty(), link=link)
     expected = ", ".join(f"{p['expected_sampled']:,.0f}" for p in out["parts"])
     log.info(f"VIP of {len(out['parts'])} parts (fanouts {out['fanouts']}, batch {out['batch_size']}): expected "
              f"vertices sampled per minibatch {expected} -> {args.out}")
@@ -226,7 +236,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from sylvie.config import add_section_arguments, top_level_properties
+    from sylvie.config import add_section_arguments, properties, top_level_properties
 
     p = _Parser(prog="sylvie", description="Distributed GNN training on partitioned graphs: full-graph "
                 "(Sylvie) or sampled minibatches (SALIENT++).")
@@ -284,6 +294,8 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
                    help="show a progress bar on a terminal")
     add_section_arguments(v, "sampling", skip=("prefetch", "remote_bits"))
+    add_section_arguments(v, "train", knobs={"task": properties("train")["task"]})
+    add_section_arguments(v, "link", skip=_VIP_LINK_SKIP)
     v.set_defaults(func=_vip)
 
     t = sub.add_parser("train", help="train on a partition (one process per part, under torchrun)",

@@ -81,13 +81,14 @@ def test_the_serial_and_the_parallel_kernel_give_the_same_bits_at_every_thread_c
     key = hop_key(99, 1)
     offsets, _ = pick_neighbors(indptr, src, frontier, 10, key)
     serial = np.empty(int(offsets[-1]), np.int64)
-    neighbor_picks._pick_serial(indptr, 1, 0, src, frontier, offsets, 0, key, serial, 10)
+    neighbor_picks._pick_serial(indptr, 1, 0, src, frontier, offsets, 0, key, neighbor_picks._NONE, serial, 10)
     before = numba.get_num_threads()
     try:
         for threads in range(1, numba.config.NUMBA_NUM_THREADS + 1):
             numba.set_num_threads(threads)
             parallel = np.empty_like(serial)
-            neighbor_picks._pick_parallel(indptr, 1, 0, src, frontier, offsets, 0, key, parallel, 10)
+            neighbor_picks._pick_parallel(indptr, 1, 0, src, frontier, offsets, 0, key, neighbor_picks._NONE, parallel,
+                                          10)
             np.testing.assert_array_equal(parallel, serial)
     finally:
         numba.set_num_threads(before)

@@ -3,8 +3,10 @@ checksummed ``manifest.json``. This module is the format's only writer and reade
 refused: rerun ``sylvie vip``. Fields: below.
 """
 #     vip-<k>.npy    part k's VIP of every vertex of the graph (float64, in the partition's id space)
-#     manifest.json  format_version; kind ("vip"); fanouts (DGL's order) and batch_size; partition_checksum; parts:
-#                    per part its part, file, sha256, batch_size and expected_sampled (the VIP's sum); checksum
+#     manifest.json  format_version; kind ("vip"); fanouts (DGL's order) and batch_size; seeds (what a minibatch is:
+#                    {"task": "node"}, or {"task": "link", "negatives": k, "negative_sampler": ...}; absent: node);
+#                    partition_checksum; parts: per part its part, file, sha256, batch_size and expected_sampled (the
+#                    VIP's sum); checksum
 # ``kind``, ``fanouts``, ``batch_size`` and ``parts`` are also what ``sylvie.output_dir.VIP`` identifies it by.
 from __future__ import annotations
 
@@ -24,16 +26,42 @@ MANIFEST = "manifest.json"
 KIND = "vip"
 
 
+NODE_SEEDS = {"task": "node"}
+
+
+def minibatch_seeds(task: str, link=None) -> dict:
+    """What an analysis's minibatches are, as its manifest records it: node classification's (seed vertices), or
+    link prediction's (``train.task`` link: batches of pairs with the ``link`` section's negatives)."""
+    if task != "link":
+        return dict(NODE_SEEDS)
+    return {"task": "link", "negatives": int(link.negatives), "negative_sampler": str(link.negative_sampler)}
+
+
+def seeds_id(seeds: dict) -> str:
+    """The suffix of an analysis's directory name for its minibatches: none for node classification's,
+    ``-link-<sampler>-k<negatives>`` for link prediction's."""
+    if seeds.get("task", "node") == "node":
+        return ""
+    return f"-link-{seeds['negative_sampler']}-k{seeds['negatives']}"
+
+
+def _seeds_flags(seeds: dict) -> str:
+    if seeds.get("task", "node") == "node":
+        return ""
+    return f" --task link --negatives {seeds['negatives']} --negative-sampler {seeds['negative_sampler']}"
+
+
 def array_file(part: int) -> str:
     """The file name of part ``part``'s array."""
     return f"vip-{part}.npy"
 
 
 def write_vip_analysis(directory: str | Path, fanouts: Sequence[int], batch_size: int, partition_checksum: str,
-                       parts: Iterable[tuple[np.ndarray, float]]) -> dict:
+                       parts: Iterable[tuple[np.ndarray, float]], seeds: dict | None = None) -> dict:
     """Write the analysis into ``directory`` (the stage's temporary output directory, moved into place by the
     caller): one array per part as ``parts`` yields them, part 0 first (its VIP and the minibatch size it is for,
-    each written before the next is asked for), then the manifest. Returns the manifest."""
+    each written before the next is asked for), then the manifest; ``seeds``: ``minibatch_seeds``' record (None: node
+    classification's). Returns the manifest."""
     directory = Path(directory)
     entries = []
     for k, (vip, batch) in enumerate(parts):
@@ -42,17 +70,21 @@ def write_vip_analysis(directory: str | Path, fanouts: Sequence[int], batch_size
         entries.append({"part": k, "file": name, "sha256": file_sha256(directory / name), "batch_size": batch,
                         "expected_sampled": float(vip.sum())})
     manifest = with_checksum({"format_version": FORMAT_VERSION, "kind": KIND, "fanouts": list(fanouts),
-                              "batch_size": batch_size, "partition_checksum": partition_checksum, "parts": entries})
+                              "batch_size": batch_size, "seeds": dict(seeds or NODE_SEEDS),
+                              "partition_checksum": partition_checksum, "parts": entries})
     (directory / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
     return manifest
 
 
-def read_vip(vip_dir, part: int, partition_checksum: str, fanouts: Sequence[int], batch_size: int) -> np.ndarray:
+def read_vip(vip_dir, part: int, partition_checksum: str, fanouts: Sequence[int], batch_size: int,
+             seeds: dict | None = None) -> np.ndarray:
     """Part ``part``'s VIP array (memory-mapped) as ``sylvie vip`` wrote it into ``vip_dir``, checked against the
-    format's version, the partition and the sampling setting it must belong to (and its sha256)."""
+    format's version, the partition and the sampling setting it must belong to, ``seeds`` (``minibatch_seeds``'
+    record; None: node classification's) among it (and its sha256)."""
     vip_dir = Path(vip_dir)
     manifest_path = vip_dir / MANIFEST
-    setting = f"--fanouts {' '.join(map(str, fanouts))} --batch-size {batch_size}"
+    seeds = dict(seeds or NODE_SEEDS)
+    setting = f"--fanouts {' '.join(map(str, fanouts))} --batch-size {batch_size}{_seeds_flags(seeds)}"
     what = identify(vip_dir)
     if what and not what.startswith(f"a {VIP.what} "):  # another of our outputs: say which
         raise SylvieError(f"--vip {vip_dir} is {what}, not a VIP analysis; pass the --out of `sylvie vip PARTITION "
@@ -77,6 +109,10 @@ def read_vip(vip_dir, part: int, partition_checksum: str, fanouts: Sequence[int]
         raise SylvieError(f"{manifest_path}: for fanouts {manifest.get('fanouts')} and batch size "
                           f"{manifest.get('batch_size')}, not sampling.fanouts {list(fanouts)} and sampling.batch_size "
                           f"{batch_size}; {rerun}")
+    written = manifest.get("seeds", NODE_SEEDS)
+    if written != seeds:
+        raise SylvieError(f"{manifest_path}: for the minibatches of {_seeds_words(written)}, not of "
+                          f"{_seeds_words(seeds)}; {rerun}")
     entry = next((p for p in manifest.get("parts", []) if p.get("part") == part), None)
     if entry is None:
         raise SylvieError(f"{manifest_path}: has no part {part}; {rerun}")
@@ -84,3 +120,10 @@ def read_vip(vip_dir, part: int, partition_checksum: str, fanouts: Sequence[int]
     if not path.is_file() or file_sha256(path) != entry["sha256"]:
         raise SylvieError(f"{path}: missing or not the file the manifest describes (sha256 differs); {rerun}")
     return np.load(path, mmap_mode="r")
+
+
+def _seeds_words(seeds: dict) -> str:
+    if seeds.get("task", "node") == "node":
+        return "node classification"
+    return (f"link prediction (link.negatives {seeds.get('negatives')}, link.negative_sampler "
+            f"{seeds.get('negative_sampler')})")

@@ -3,6 +3,11 @@
 A vertex draws a uniform subset of min(fanout, in-degree) in-edges (Floyd's algorithm), as DGL's and SALIENT++'s
 samplers do. Every random number hashes (minibatch key, hop, vertex, draw), so the picks do not depend on order or
 thread count. Inlined helpers live here: numba's cache keys a kernel on its own module.
+
+Edges can be excluded (an edge minibatch's pairs and their reverses, ``sylvie.sampling.excluded_edges``): they leave
+the candidates before the draw, as DGL's ``sample_neighbors(exclude_edges=...)`` removes them, so a vertex draws a
+uniform subset of min(fanout, in-degree less its excluded in-edges) of the rest. With nothing excluded the draws are
+bit for bit those of the sampler without exclusion.
 """
 from __future__ import annotations
 
@@ -16,6 +21,7 @@ _M1, _M2 = U64(0xBF58476D1CE4E5B9), U64(0x94D049BB133111EB)
 MASK64 = (1 << 64) - 1
 PARALLEL_MIN_FRONTIER = 2048  # below this a parallel launch costs more than it saves
 CHUNK = 512  # frontier vertices per parallel task
+_NONE = np.zeros(0, np.int64)  # no edge excluded
 
 
 @njit(cache=True, inline="always")
@@ -35,18 +41,28 @@ def _below(x, m):
 
 
 @njit(cache=True, inline="always")
-def _pick_range(indptr, stride, relation, src, frontier, offsets, loop, hop_key, out, chosen, lo, hi):
+def _pick_range(indptr, stride, relation, src, frontier, offsets, loop, hop_key, excluded, out, chosen, lo, hi):
     """The picks of frontier vertices ``lo .. hi - 1`` into ``out`` (their slices by ``offsets``); ``chosen`` is
-    scratch of at least the largest count."""
+    scratch of at least the largest count; ``excluded``: edge positions (ascending, distinct) no vertex draws."""
     for i in range(lo, hi):
         v, start = frontier[i], offsets[i]
         at = v * stride + relation
         k, first = offsets[i + 1] - start, indptr[at]
-        deg = indptr[at + 1] - first
+        stored = indptr[at + 1] - first
+        x_lo = x_hi = 0  # v's excluded in-edges: excluded[x_lo:x_hi]
+        if excluded.shape[0]:
+            x_lo = np.searchsorted(excluded, first)
+            x_hi = np.searchsorted(excluded, first + stored)
+        deg = stored - (x_hi - x_lo)  # the candidates: v's in-edges less the excluded ones
         d = deg + loop
-        if k == d:  # every in-edge (fanout at least the degree), in the topology's order
-            for j in range(deg):
-                out[start + j] = src[first + j]
+        if k == d:  # every candidate (fanout at least the degree), in the topology's order
+            q, n = x_lo, 0
+            for j in range(stored):
+                if q < x_hi and excluded[q] == first + j:
+                    q += 1
+                    continue
+                out[start + n] = src[first + j]
+                n += 1
             if loop:
                 out[start + deg] = v
             continue
@@ -61,22 +77,31 @@ def _pick_range(indptr, stride, relation, src, frontier, offsets, loop, hop_key,
             chosen[n] = j if kept else t
         for n in range(k):
             p = chosen[n]
-            out[start + n] = v if p == deg else src[first + p]
+            if p == deg:
+                out[start + n] = v
+                continue
+            e = first + p  # the p-th candidate: past every excluded edge at or before it
+            for q in range(x_lo, x_hi):
+                if excluded[q] > e:
+                    break
+                e += 1
+            out[start + n] = src[e]
 
 
 @njit(cache=True, nogil=True)
-def _pick_serial(indptr, stride, relation, src, frontier, offsets, loop, hop_key, out, most):
+def _pick_serial(indptr, stride, relation, src, frontier, offsets, loop, hop_key, excluded, out, most):
     chosen = np.empty(most, np.int64)
-    _pick_range(indptr, stride, relation, src, frontier, offsets, loop, hop_key, out, chosen, 0, frontier.shape[0])
+    _pick_range(indptr, stride, relation, src, frontier, offsets, loop, hop_key, excluded, out, chosen, 0,
+                frontier.shape[0])
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _pick_parallel(indptr, stride, relation, src, frontier, offsets, loop, hop_key, out, most):
+def _pick_parallel(indptr, stride, relation, src, frontier, offsets, loop, hop_key, excluded, out, most):
     n = frontier.shape[0]
     for c in prange((n + CHUNK - 1) // CHUNK):
         chosen = np.empty(most, np.int64)
-        _pick_range(indptr, stride, relation, src, frontier, offsets, loop, hop_key, out, chosen, c * CHUNK,
-                    min(n, (c + 1) * CHUNK))
+        _pick_range(indptr, stride, relation, src, frontier, offsets, loop, hop_key, excluded, out, chosen,
+                    c * CHUNK, min(n, (c + 1) * CHUNK))
 
 
 def hop_key(minibatch_key: int, hop: int) -> np.uint64:
@@ -106,23 +131,30 @@ def relation_offsets(in_indptr: np.ndarray, in_relation: np.ndarray | None, num_
 
 
 def pick_neighbors(indptr: np.ndarray, src: np.ndarray, frontier: np.ndarray, fanout: int, key: np.uint64,
-                   self_loop: bool = False, stride: int = 1, relation: int = 0) -> tuple[np.ndarray, np.ndarray]:
+                   self_loop: bool = False, stride: int = 1, relation: int = 0,
+                   excluded: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Each frontier vertex's picks: (offsets, picked), vertex i's sources ``picked[offsets[i]:offsets[i + 1]]``
     (int64 ids). ``indptr``/``src``: in-edges by destination (CSC); ``key``: ``hop_key(...)``. A typed graph's
     in-edges by (destination, relation): vertex v's edges of relation r are ``indptr[v * stride + r]`` up to
-    ``indptr[v * stride + r + 1]`` (``stride``: the number of relations), and ``relation`` picks among those."""
+    ``indptr[v * stride + r + 1]`` (``stride``: the number of relations), and ``relation`` picks among those.
+    ``excluded``: positions in ``src`` (ascending, distinct) that are no vertex's candidates."""
     if fanout < 1:
         raise ValueError(f"fanout must be at least 1, got {fanout}")
     frontier = np.ascontiguousarray(frontier, dtype=np.int64)
+    excluded = _NONE if excluded is None else np.ascontiguousarray(excluded, dtype=np.int64)
     loop = int(bool(self_loop))
     at = frontier * stride + relation if stride != 1 or relation else frontier
-    counts = np.minimum(indptr[at + 1] - indptr[at] + loop, fanout)
+    degrees = indptr[at + 1] - indptr[at]
+    if excluded.shape[0]:
+        degrees = degrees - (np.searchsorted(excluded, indptr[at + 1]) - np.searchsorted(excluded, indptr[at]))
+    counts = np.minimum(degrees + loop, fanout)
     offsets = np.zeros(frontier.shape[0] + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
     out = np.empty(int(offsets[-1]), dtype=np.int64)
     kernel = (_pick_parallel if frontier.shape[0] >= PARALLEL_MIN_FRONTIER and numba.get_num_threads() > 1
               else _pick_serial)
-    kernel(indptr, stride, relation, src, frontier, offsets, loop, U64(key), out, max(1, int(counts.max(initial=0))))
+    kernel(indptr, stride, relation, src, frontier, offsets, loop, U64(key), excluded, out,
+           max(1, int(counts.max(initial=0))))
     return offsets, out
 
 
@@ -135,9 +167,13 @@ def mix64(z: int) -> int:
     return z ^ (z >> 31)
 
 
-def reference_picks(indptr, src, v: int, fanout: int, key: int, self_loop: bool = False) -> list[int]:
-    """Vertex ``v``'s picks computed one number at a time in Python: the kernel's specification."""
-    first, d = int(indptr[v]), int(indptr[v + 1] - indptr[v]) + int(self_loop)
+def reference_picks(indptr, src, v: int, fanout: int, key: int, self_loop: bool = False,
+                    excluded=()) -> list[int]:
+    """Vertex ``v``'s picks computed one number at a time in Python: the kernel's specification (``excluded``: edge
+    positions that are not candidates)."""
+    gone = {int(e) for e in excluded}
+    candidates = [e for e in range(int(indptr[v]), int(indptr[v + 1])) if e not in gone]
+    d = len(candidates) + int(self_loop)
     k = min(fanout, d)
     if k == d:
         positions = list(range(d))
@@ -149,5 +185,4 @@ def reference_picks(indptr, src, v: int, fanout: int, key: int, self_loop: bool 
             t = min(int(float(x >> 11) * 2.0 ** -53 * float(j + 1)), j)  # _below(x, j + 1)
             chosen.append(j if t in chosen else t)
         positions = chosen
-    deg = d - int(self_loop)
-    return [v if p == deg else int(src[first + p]) for p in positions]
+    return [v if p == len(candidates) else int(src[candidates[p]]) for p in positions]

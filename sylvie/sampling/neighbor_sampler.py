@@ -14,6 +14,9 @@ neighbourhoods.
 # stream of its own (``relation_key``); the seeds are of the target type, and ``input_nodes`` holds the first block's
 # sources type by type. A homogeneous graph is the case of one relation, with the same bits either way.
 #
+# Link prediction's minibatches (``edge_batches``) give seeds of every node type a pair ends in, and pairs whose edges
+# and reverse edges no hop draws (``excluded_edges``: they leave the candidates before the draw).
+#
 # A minibatch is the same whatever thread samples it, with however many numba threads (``NUMBA_NUM_THREADS``, or
 # ``numba.set_num_threads`` in the sampling thread), in whatever order minibatches are drawn, so runs with another cache
 # or prefetch depth train on the same neighbourhoods too.
@@ -26,6 +29,7 @@ import numpy as np
 import torch
 
 from sylvie.graph_types import HOMOGENEOUS, GraphTypes
+from sylvie.sampling.excluded_edges import pair_edges
 from sylvie.sampling.neighbor_picks import hop_key, pick_neighbors, relation_key, relation_offsets
 from sylvie.sampling.sampled_blocks import new_slot_map, sampled_block
 
@@ -97,33 +101,50 @@ class NeighborSampler:
         rng = np.random.default_rng(sampling_seed(self.seed, stream, epoch, self.rank, 0x5EED))
         return np.array_split(rng.permutation(self.train_ids), self.iterations)
 
-    def sample(self, seeds: np.ndarray, epoch: int, iteration: int, stream: int = TRAINING) -> Minibatch:
+    def sample(self, seeds, epoch: int, iteration: int, stream: int = TRAINING,
+               exclude_pairs: tuple | None = None) -> Minibatch:
+        """Minibatch ``iteration`` of ``epoch`` around ``seeds``: vertices of the target type, or a list of each node
+        type's (an edge minibatch's pair ends). ``exclude_pairs``: (sources, destinations, relations or None) of pairs
+        whose edges and reverse edges no hop draws (``excluded_edges``)."""
         key = minibatch_key(self.seed, stream, epoch, self.rank, iteration)
         slot = getattr(self._scratch, "slot", None)
         if slot is None:
             slot = self._scratch.slot = new_slot_map(self.indptr.shape[0] - 1)
-        seeds = np.ascontiguousarray(seeds, dtype=np.int64)
         types = self.types
-        frontiers = [np.zeros(0, np.int64)] * len(types.node_types)
-        frontiers[types.target_index] = seeds
+        if isinstance(seeds, (list, tuple)):
+            frontiers = [np.ascontiguousarray(s, dtype=np.int64) for s in seeds]
+        else:
+            frontiers = [np.zeros(0, np.int64)] * len(types.node_types)
+            frontiers[types.target_index] = np.ascontiguousarray(seeds, dtype=np.int64)
+        seeds = np.concatenate(frontiers) if len(frontiers) > 1 else frontiers[0]
+        excluded = None if exclude_pairs is None else self.pair_edges(*exclude_pairs)
         blocks = []
         for hop, fanout in enumerate(reversed(self.fanouts)):  # from the seeds outwards
             hk = hop_key(key, hop)
             picks = [pick_neighbors(self.indptr, self.src, frontiers[types.ends(r)[1]], fanout[r], relation_key(hk, r),
-                                    self.self_loop[r], self.stride, r) for r in range(self.stride)]
+                                    self.self_loop[r], self.stride, r, excluded) for r in range(self.stride)]
             blocks.append(sampled_block(types, frontiers, picks, slot))
             frontiers = [ids.numpy() for ids in blocks[-1].src_ids]
         blocks.reverse()
         inputs = torch.from_numpy(np.concatenate(frontiers)) if len(frontiers) > 1 else torch.from_numpy(frontiers[0])
         return Minibatch(torch.from_numpy(seeds), inputs, blocks)
 
+    def pair_edges(self, src: np.ndarray, dst: np.ndarray, relation: np.ndarray | None = None) -> np.ndarray:
+        """The in-edge positions of the pairs ``src -> dst`` (of ``relation``, None: 0) and of their reverses."""
+        return pair_edges(self.indptr, self.src, src, dst, relation, self.types.reverse_index(), self.stride)
 
-def simulated_access_counts(sampler: NeighborSampler, epochs: int, num_nodes: int,
-                            stream: int = PRESAMPLING) -> np.ndarray:
+
+def simulated_access_counts(sampler: NeighborSampler, epochs: int, num_nodes: int, stream: int = PRESAMPLING,
+                            edges=None) -> np.ndarray:
     """How often each vertex is an input of this part's minibatches over ``epochs`` epochs of ``stream``: by
-    default pre-sampled ones (GNNLab's pre-sampling), a stream of their own, not the training's epochs."""
+    default pre-sampled ones (GNNLab's pre-sampling), a stream of their own, not the training's epochs. ``edges``:
+    link prediction's batches (``EdgeBatches``) instead of the sampler's training vertices."""
     counts = np.zeros(num_nodes, dtype=np.int64)
     for e in range(epochs):
-        for i, seeds in enumerate(sampler.epoch_seeds(e, stream)):
-            counts[sampler.sample(seeds, e, i, stream).input_nodes.numpy()] += 1
+        if edges is None:
+            batches = [(seeds, None) for seeds in sampler.epoch_seeds(e, stream)]
+        else:
+            batches = ((b.seeds, b.exclude_pairs) for b in edges.epoch(e, stream))
+        for i, (seeds, exclude) in enumerate(batches):
+            counts[sampler.sample(seeds, e, i, stream, exclude).input_nodes.numpy()] += 1
     return counts

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 import numpy as np
 from numba import njit, prange
 
+from sylvie.sampling.edge_seeds import EdgeSeeds
 from sylvie.sampling.neighbor_picks import relation_offsets
 
 # The analysis's files are sylvie.formats.vip_file's; sylvie/train/run.py still imports their reader from here.
@@ -119,39 +120,55 @@ def reverse_edges(in_indptr: np.ndarray, in_src: np.ndarray, in_relation: np.nda
 
 
 @njit(cache=True, parallel=True, nogil=True)
-def _picked_by_hop(h, in_indptr, relation, has_relation, offsets, num_rel, fanout, reach, picked, rev):
+def _picked_by_hop(h, in_indptr, relation, has_relation, offsets, num_rel, fanout, reach, picked, rev, together,
+                   excluded):
     """``picked[h - 1, e]`` = M_h(e) for every edge (the module's docstring), from R_0..R_{h-1} (``reach``) and
-    M_1..M_{h-1} of the reverse edges."""
+    M_1..M_{h-1} of the reverse edges. Edge minibatches (else both empty): ``together[e]``, the probability that e's
+    ends are seeds by one pair of the batch; ``excluded[u * num_rel + r]``, that the batch takes one of u's in-edges
+    of relation r out of its candidates (u is an end of one of its pairs)."""
     n = in_indptr.shape[0] - 1
     for u in prange(n):
         for e in range(in_indptr[u], in_indptr[u + 1]):
             r = relation[e] if has_relation else 0
             deg = offsets[u * num_rel + r + 1] - offsets[u * num_rel + r]
+            short = 0.0  # P(u, a seed, has an in-edge of r excluded): it draws from one candidate fewer
+            if excluded.shape[0] and reach[0, u] > 0:
+                short = min(1.0, excluded[u * num_rel + r] / reach[0, u])
             m, before = 0.0, 0.0
             for j in range(h):
                 miss = 1.0 - reach[j, u]  # 1 - R_j(u), then without what v brought in
                 if j > 0 and rev[e] >= 0:
                     miss /= max(1.0 - picked[j - 1, rev[e]], 1e-15)
+                if together.shape[0]:  # and without seeding shared with v
+                    miss /= max(1.0 - together[e], 1e-15)
                 cavity = min(max(1.0 - miss, 0.0), 1.0)
                 never = 1.0  # u, in from hop j, draws v at none of the hops j + 1 .. h
+                never_short = 1.0  # the same from one candidate fewer
                 for i in range(j + 1, h + 1):
                     never *= 1.0 - min(1.0, fanout[i - 1, r] / deg)
+                    never_short *= 1.0 - (min(1.0, fanout[i - 1, r] / (deg - 1)) if deg > 1 else 0.0)
+                if j == 0:
+                    never = (1.0 - short) * never + short * never_short
                 m += max(cavity - before, 0.0) * (1.0 - never)
                 before = cavity
             picked[h - 1, e] = m
 
 
-def vertex_inclusion_probability(in_indptr: np.ndarray, in_src: np.ndarray, train_nodes: np.ndarray,
-                                 batch_size: float, fanouts_from_seeds: Sequence,
+def vertex_inclusion_probability(in_indptr: np.ndarray, in_src: np.ndarray, train_nodes: np.ndarray | None,
+                                 batch_size: float | None, fanouts_from_seeds: Sequence,
                                  in_relation: np.ndarray | None = None,
                                  reverse_relation: Sequence[int] | None = None,
-                                 reverse: np.ndarray | None = None) -> np.ndarray:
+                                 reverse: np.ndarray | None = None,
+                                 edge_seeds: EdgeSeeds | None = None) -> np.ndarray:
     """VIP of every vertex (float64) for minibatches of ``batch_size`` seeds drawn from ``train_nodes``, over the
     in-edges ``in_src[in_indptr[u]:in_indptr[u + 1]]`` of each u (the edges a sampler of u chooses from; by source
     within a destination, a typed graph's by relation first). A typed graph: each in-edge's relation
     ``in_relation``, per hop a fanout per relation (a tuple) or one for all, and each relation's reverse
     (``reverse_relation``, -1: none). ``reverse``: ``reverse_edges``' answer, when the caller has it already (the same
-    for every part). Memory: a float32 per edge and hop, and the reverse edges' int64."""
+    for every part). ``edge_seeds``: link prediction's minibatches (``sylvie.sampling.edge_seeds``), instead of
+    ``train_nodes`` and ``batch_size``: each vertex's probability of being a seed, the pairs that make two neighbours
+    seeds at once, and the edges the batch keeps out of its neighbourhoods. Memory: a float32 per edge and hop, and
+    the reverse edges' int64."""
     n, hops = in_indptr.shape[0] - 1, len(fanouts_from_seeds)
     in_indptr = np.asarray(in_indptr, np.int64)
     num_rel = _num_relations(in_relation, fanouts_from_seeds)
@@ -159,13 +176,17 @@ def vertex_inclusion_probability(in_indptr: np.ndarray, in_src: np.ndarray, trai
     relation = np.zeros(1, np.int16) if in_relation is None else np.asarray(in_relation)
     offsets = relation_offsets(in_indptr, in_relation, num_rel)
     fanout = _fanout_table(fanouts_from_seeds, num_rel)
-    p0 = _seed_probability(n, train_nodes, batch_size)
+    p0 = _seed_probability(n, train_nodes, batch_size) if edge_seeds is None else \
+        np.asarray(edge_seeds.probability, np.float64)
     log_not_seed = np.log1p(-np.minimum(p0, 1.0 - 1e-15))
     reach = np.zeros((hops + 1, n))  # R_j per vertex
     reach[0] = p0
     picked = np.zeros((hops, in_src.shape[0]), np.float32)  # M_h per edge
+    together = np.zeros(0, np.float32) if edge_seeds is None else np.asarray(edge_seeds.together, np.float32)
+    excluded = np.zeros(0) if edge_seeds is None else np.asarray(edge_seeds.excluded, np.float64)
     for h in range(1, hops + 1):
-        _picked_by_hop(h, in_indptr, relation, in_relation is not None, offsets, num_rel, fanout, reach, picked, rev)
+        _picked_by_hop(h, in_indptr, relation, in_relation is not None, offsets, num_rel, fanout, reach, picked, rev,
+                       together, excluded)
         m = picked[h - 1].astype(np.float64)
         got = np.bincount(in_src, weights=np.log1p(-np.minimum(m, 1.0 - 1e-15)), minlength=n)
         reach[h] = -np.expm1(log_not_seed + got)

@@ -15,7 +15,7 @@ from sylvie.formats.epoch_record import write_metrics
 from sylvie.formats.model_file import BY_LAST_EPOCH, ModelFile, save_model
 from sylvie.formats.partition_manifest import graph_layout, read_manifest
 from sylvie.formats.run_failure import clear_run_failure
-from sylvie.formats.vip_file import read_vip
+from sylvie.formats.vip_file import minibatch_seeds, read_vip
 from sylvie.graph_types import GraphTypes
 from sylvie.output_dir import RUN, check_replaceable
 from sylvie.partition.shard_reader import read_shard, read_topology
@@ -31,7 +31,7 @@ from sylvie.train.memory_need import check_training_fits
 from sylvie.train.optimiser import check_optimiser
 from sylvie.train.protocol import Trainer
 from sylvie.train.run_lock import RunLock
-from sylvie.train.sampled_trainer import SampledTrainer, check_sampled_graph
+from sylvie.train.sampled_trainer import SampledTrainer, check_sampled_graph, check_sampled_link
 from sylvie.train.tensorboard_metrics import TensorBoardMetrics
 
 
@@ -63,6 +63,8 @@ class TrainingRun:
             layout = graph_layout(self.manifest)
             check_sampled_graph(GraphTypes.from_json(layout["types"], f"{job.partition_dir}/manifest.json"),
                                 job.sampling)
+            if job.train.task == "link":
+                check_sampled_link(job.link)
         check_training_fits(job.model, self.manifest, int(os.environ.get("RANK", 0)), job.sampled, job.train.device)
         self.configs = job.configs()
 
@@ -132,11 +134,12 @@ def build_trainer(job: TrainingJob, ctx: Context, manifest: dict, sampled=None) 
     what they keep: the shard is unmapped on return, so that the pages set-up read (the whole file, for its checksum)
     do not stay in this rank's memory for the whole run."""
     train, shard = job.train, read_shard(job.partition_dir, ctx.rank, manifest)
+    pairs = RankPairs(ctx, job.partition_dir, manifest, shard, job.link, job.seed) if train.task == "link" else None
     if sampled:
         topology, vip = sampled
         return SampledTrainer(ctx, shard, topology, job.model, train, job.sampling, job.cache, job.seed, vip,
-                              timeout=collective_timeout(train.timeout), features=job.features)
-    pairs = RankPairs(ctx, job.partition_dir, manifest, shard, job.link, job.seed) if train.task == "link" else None
+                              timeout=collective_timeout(train.timeout), features=job.features, pairs=pairs,
+                              link=job.link)
     return FullGraphTrainer(ctx, shard, job.model, train, job.comm, job.seed, pairs, job.link)
 
 
@@ -159,5 +162,5 @@ def _sampled_inputs(job: TrainingJob, manifest: dict):
     vip = None
     if job.vip_dir:
         vip = read_vip(job.vip_dir, int(os.environ.get("RANK", 0)), manifest["checksum"], job.sampling.fanouts,
-                       job.sampling.batch_size)
+                       job.sampling.batch_size, minibatch_seeds(job.train.task, job.link))
     return topology, vip

@@ -11,6 +11,13 @@ all seeds.
 # use full neighbourhoods on the rank's part (``RankGraph``), in fp32. Where a row comes from changes nothing but the
 # time: with fp32 remote rows, any cache gives the same losses.
 #
+# Link prediction (``train.task`` link, ``pairs``): a step's minibatch is a batch of the rank's training pairs
+# (``sampling/edge_batches.py``: shuffled each epoch, ``sampling.batch_size`` positive pairs, their negatives drawn as
+# ``RankPairs`` draws them); its seeds are the pairs' ends and negatives, its blocks sampled without the pairs' edges
+# and their reverses (DGL's exclude="reverse_id"), and its loss is the pairs' ``link.loss``, divided by the step's
+# global number of scored pairs (bce) or positives (contrastive). Validation and test rank their pairs on full
+# neighbourhoods (``RankPairs.metric_counts``), as the full-graph trainer does.
+#
 # A typed graph samples per relation (``sylvie.sampling.fanouts``), seeds of the target type; its rows live in one
 # feature store per node type (``FeaturesByType``), the cache's budget in bytes shared across types by one ranking
 # (score per byte). A node type without features learns an embedding table partitioned with its nodes: a step pulls its
@@ -35,13 +42,16 @@ from sylvie.features.features_by_type import FeaturesByType, TypeSpaces
 from sylvie.formats.epoch_record import NOT_EVALUATED, BatchEpoch, EpochRecord
 from sylvie.graph_types import GraphTypes
 from sylvie.models.gnn import build_model
+from sylvie.models.link_loss import link_loss_sum, link_targets
 from sylvie.models.registry import needs_global_out_degrees, self_loop_edges
 from sylvie.partition.shard_format import Shard, Topology
 from sylvie.runtime.partitioned_rows import PartitionedWeights
 from sylvie.runtime.process_group import Context, sum_over_ranks
 from sylvie.runtime.rank_graph import RankGraph, accuracies
+from sylvie.runtime.rank_pairs import RankPairs, score_pairs
 from sylvie.runtime.type_rows import partitioned_embeddings
 from sylvie.sampling.batch_transfer import BatchTransfer, wait
+from sylvie.sampling.edge_batches import EdgeBatches
 from sylvie.sampling.fanouts import resolve_fanouts
 from sylvie.sampling.neighbor_sampler import (
     NeighborSampler,
@@ -65,14 +75,26 @@ def check_sampled_graph(types: GraphTypes, sampling) -> list[tuple[int, ...]]:
     return resolve_fanouts(sampling.fanouts, types)
 
 
+def check_sampled_link(link) -> None:
+    """A SylvieError for ``link`` settings sampled training cannot take: ``pair_bits`` (it fetches input rows at
+    ``sampling.remote_bits``, never pair ends' embeddings)."""
+    if link.pair_bits != 32:
+        raise SylvieError(f"link.pair_bits {link.pair_bits} sets how full-graph training fetches pair ends' embeddings "
+                          f"from their owners; sampled training computes every pair end's embedding on its own rank "
+                          f"(its input rows fetched at sampling.remote_bits): set link.pair_bits to 32, or train.mode "
+                          f"to full")
+
+
 class SampledTrainer:
     """``model``, ``train``, ``sampling`` and ``cache`` are the config's sections; ``vip`` this part's VIP
     (``sylvie vip``), needed by the vip policy and used to order the local rows (None: id order)."""
 
     def __init__(self, ctx: Context, shard: Shard, topology: Topology, model, train, sampling, cache, seed: int,
-                 vip: np.ndarray | None, timeout: float, features=None):
+                 vip: np.ndarray | None, timeout: float, features=None, pairs: RankPairs | None = None, link=None):
         """``timeout``: seconds a collective of the sampling thread may wait for a peer; ``features``: the config's
-        features section (the feature store's tiers; defaults if None)."""
+        features section (the feature store's tiers; defaults if None). ``pairs`` and ``link``: a link-prediction
+        run's (``train.task`` link): this rank's pairs and the ``link`` section; its minibatches are then batches of
+        pairs, and the model's outputs embeddings, scored by its decoder."""
         self.ctx, self.train_cfg, self.sampling, self.cache, self.seed = ctx, train, sampling, cache, seed
         rank, world = ctx.rank, ctx.world
         offsets = np.asarray(topology.part_offsets, np.int64)
@@ -81,19 +103,27 @@ class SampledTrainer:
         fanouts = check_sampled_graph(topology.types, sampling)
         # full-neighbourhood evaluation
         self.graph = RankGraph(ctx, shard, self_loop_edges(model), needs_global_out_degrees(model))
-        train_ids = self.first_id + np.flatnonzero(shard.train)
+        self.pairs, self.link = pairs, link
+        # what a batch is cut from: the rank's training vertices, or its training pairs (link prediction)
+        train_ids = self.first_id + np.flatnonzero(shard.train) if pairs is None else np.zeros(0, np.int64)
+        pair_rows = _training_pairs(pairs, self.first_id, topology) if pairs is not None else None
         counts = torch.zeros(world, dtype=torch.float64)
-        counts[rank] = len(train_ids)
-        counts = sum_over_ranks(counts, ctx.device).long().numpy()  # every rank's number of training vertices
+        counts[rank] = len(train_ids) if pairs is None else len(pair_rows[0])
+        counts = sum_over_ranks(counts, ctx.device).long().numpy()  # every rank's number of training vertices (pairs)
         self.num_train_global = int(counts.sum())
         if self.num_train_global == 0:
             raise SylvieError("no part has training vertices: sampled training needs some (check the dataset's "
-                              "train split)")
+                              "train split)" if pairs is None else "no part has training pairs: sampled link "
+                              "prediction needs some (check the dataset's edge split)")
         self.iterations = iterations_per_epoch(counts, sampling.batch_size)
         self.global_batch = np.sum([batch_sizes(int(c), self.iterations) for c in counts], axis=0)
         self.sampler = NeighborSampler(topology.in_indptr, topology.in_src, fanouts, train_ids, self.iterations,
                                        seed, rank, self_loop=self_loop_edges(model), types=topology.types,
                                        in_relation=topology.in_relation)
+        self.edges = None if pairs is None else EdgeBatches(
+            *pair_rows, len(topology.types.node_types), self.iterations, seed, rank, pairs.negative_ids)
+        if pairs is not None:  # the halo cache policy's: the in-neighbours of the pairs' ends
+            train_ids = np.unique(np.concatenate([self.edges.src, self.edges.dst]))
         # the sampling thread's collectives get a process group of their own, with the run's bound on waits
         group = dist.new_group(backend="gloo", timeout=timedelta(seconds=timeout)) \
             if dist.is_initialized() and world > 1 else None
@@ -123,14 +153,16 @@ class SampledTrainer:
         totals = sum_over_ranks(torch.tensor([float(self.features.num_cached), float(self.features.fill_bytes)],
                                              dtype=torch.float64), ctx.device)
         self.cache_rows, self.setup_bytes = int(totals[0]), self.graph.setup_bytes + int(totals[1])
-        self.labels = torch.tensor(shard.label)
+        self.labels = torch.tensor(shard.label) if pairs is None else None
         # at most prefetch + 1 batches are alive (sampling/pipeline.py); one buffer more, so none is written in use
         self.preparer = BatchPreparer(self.sampler, self.features, self.labels, self.first_id,
                                       BatchTransfer(ctx.device, sampling.prefetch + 2))
         torch.manual_seed(seed)  # identical initial weights on every rank
         ids = self.graph.rows.embedding_ids(shard)  # a type without features: a table partitioned with its nodes
         self.model = build_model(model, self.graph.feature_widths, shard.num_classes, types=topology.types,
-                                 embedding_rows=ids, seed=seed).to(ctx.device)
+                                 embedding_rows=ids, seed=seed, link=link if pairs is not None else None).to(ctx.device)
+        # link prediction: the node types pairs end in, whose seeds' embeddings the model gives
+        self.pair_types = sorted({t for r in range(len(topology.types.relations)) for t in topology.types.ends(r)})
         # the embedding rows a step needs are pulled from their owners, their gradients pushed back
         self.embedded = {t: EmbeddingRows(rank, spaces.offsets[t], self.model.embeddings[str(t)].weight)
                          for t in range(num_types) if ids[t] is not None}
@@ -152,7 +184,8 @@ class SampledTrainer:
         access = None
         if policy == "simulation":
             access = self.pipeline.run(lambda: simulated_access_counts(self.sampler, SIMULATED_EPOCHS,
-                                                                       topology.num_nodes), "pre-sampling", local=True)
+                                                                       topology.num_nodes, edges=self.edges),
+                                       "pre-sampling", local=True)
         return select_cache(policy, rank, offsets, budget, vip=vip, access_counts=access,
                             in_indptr=topology.in_indptr, in_src=topology.in_src, train_nodes=train_ids,
                             seed=self.seed, row_bytes=row_bytes, cacheable=cacheable)
@@ -173,7 +206,9 @@ class SampledTrainer:
 
         def forward():
             xs = [pulled[t][1] if t in pulled else x for t, x in enumerate(batch.x)]
-            return node_loss_sum(self.model(batch.blocks, xs), batch.labels)
+            if batch.pairs is None:
+                return node_loss_sum(self.model(batch.blocks, xs), batch.labels)
+            return self._pairs_loss_sum(batch, xs)
 
         def push():  # the pulled rows' gradients to their owners, into their tables' gradients
             for t, (ids, rows) in pulled.items():
@@ -181,9 +216,26 @@ class SampledTrainer:
 
         # dropout masks depend only on (seed, step, rank): a resumed run repeats them
         loss = self.step.forward_backward(epoch * self.iterations + batch.index, epoch, forward,
-                                          float(self.global_batch[batch.index]), push if pulled else None)
+                                          self._step_targets(batch.index), push if pulled else None)
         self.opt.step()
         return loss
+
+    def _step_targets(self, index: int) -> float:
+        """What step ``index``'s summed loss is divided by: its seeds over all ranks, or (link prediction) what
+        ``link.loss`` averages over of its pairs over all ranks."""
+        if self.pairs is None:
+            return float(self.global_batch[index])
+        return float(link_targets(self.link.loss, int(self.global_batch[index]), self.link.negatives))
+
+    def _pairs_loss_sum(self, batch: PreparedBatch, xs: list) -> torch.Tensor:
+        """A link batch's summed loss: its seeds' embeddings (each node type's, in type order), its pairs scored."""
+        h = self.model(batch.blocks, xs, out_types=self.pair_types)
+        some = next(y for y in h if y is not None)  # a type no pair ends in has no seeds: no rows
+        seeds = torch.cat([y if y is not None else some.new_zeros(n, some.shape[1])
+                           for y, n in zip(h, batch.blocks[-1].num_dst, strict=True)])
+        p = batch.pairs
+        pos, neg = score_pairs(self.model.decoder, seeds[p.src_at], seeds[p.dst_at], seeds[p.neg_at], p.relation)
+        return link_loss_sum(self.link.loss, pos, neg)
 
     def epoch(self, epoch: int, evaluate: bool = True) -> EpochRecord:
         faults = minor_faults()
@@ -195,7 +247,8 @@ class SampledTrainer:
         self.pipeline.begin_epoch()
         lr = self.opt.lr
         t0 = time.perf_counter()
-        batches = self.pipeline.map(self.preparer.producer(epoch, self.sampler.epoch_seeds(epoch)), self.iterations)
+        plan = self.sampler.epoch_seeds(epoch) if self.edges is None else self.edges.epoch(epoch)
+        batches = self.pipeline.map(self.preparer.producer(epoch, plan), self.iterations)
         losses = []  # each step in this frame (no generator's between the epoch and the step); summed as ever
         try:
             for batch in batches:
@@ -208,7 +261,10 @@ class SampledTrainer:
         waited, reduce = self.pipeline.waited, self.step.stats
         # the evaluation's counts travel in the epoch's one all-reduce of the feature store's account (all ranks)
         t1 = time.perf_counter()
-        counts = self.graph.accuracy_counts(self.model) if evaluate else None
+        counts = None
+        if evaluate:  # link prediction: the pairs' MRR (or Hits@50) on full neighbourhoods
+            counts = self.graph.accuracy_counts(self.model) if self.pairs is None else \
+                self.pairs.metric_counts(self.graph.pair_ends(self.model), self.model.decoder)
         eval_seconds = time.perf_counter() - t1
         compute, wait = max(0.0, epoch_time - waited - reduce.seconds), waited + reduce.seconds
         times = rank_times_slots(self.ctx.rank, self.ctx.world, compute, wait, self.ctx.device,
@@ -223,13 +279,13 @@ class SampledTrainer:
         acc = accuracies(counts) if evaluate else NOT_EVALUATED
         rows = fetch.rows
         return EpochRecord(
-            epoch=epoch, mode="sampled", loss=loss_total / self.num_train_global, lr=lr, **acc, **rank_times(times),
+            epoch=epoch, mode="sampled", loss=loss_total / self._epoch_targets(), lr=lr, **acc, **rank_times(times),
             epoch_time=epoch_time, compute_time=compute, comm_time=wait,
             hidden_comm_time=max(0.0, self.preparer.sample_seconds + fetch.seconds - waited), codec_time=0.0,
             allreduce_time=reduce.seconds, sample_time=self.preparer.sample_seconds,
             eval_time=eval_seconds, bits=self.sampling.remote_bits, bytes_sent=fetch.bytes_sent + learnt_sent,
             bytes_received=fetch.bytes_received + learnt_received, fp32_bytes_sent=fetch.fp32_bytes_sent + learnt_sent,
-            allreduce_bytes=reduce.bytes_sent,
+            allreduce_bytes=reduce.bytes_sent, metric="accuracy" if self.pairs is None else self.pairs.metric,
             batches=BatchEpoch(
                 minibatches=self.iterations,
                 input_rows_per_batch=(rows.local + rows.cached + rows.remote) / (self.iterations * self.ctx.world),
@@ -237,6 +293,10 @@ class SampledTrainer:
                 cache_hit_rate=fetch.cache_hit_rate, remote_bytes=fetch.bytes_sent,
                 store_device_bytes=fetch.store_device_bytes, store_host_bytes=fetch.store_host_bytes,
                 fetch_time=fetch.seconds, fetch_wait_time=waited))
+
+    def _epoch_targets(self) -> int:
+        """What the epoch's summed loss is divided by: every rank's training vertices, or their pairs' targets."""
+        return self.num_train_global if self.pairs is None else self.pairs.num_targets
 
     # ---- what the run loop asks of a trainer (sylvie.train.protocol.Trainer) ----
 
@@ -268,3 +328,15 @@ class SampledTrainer:
 
     def close(self) -> None:
         self.pipeline.close()
+
+
+def _training_pairs(pairs: RankPairs, first_id: int, topology: Topology) -> tuple:
+    """``EdgeBatches``' view of this rank's training pairs (on the host): their numbers, sources and destinations
+    (partition ids), relations (None: one relation) and each end's node type."""
+    train = pairs.splits["train"]
+    relation = None if train.relation is None else train.relation.cpu().numpy()
+    types = topology.types
+    src_type = np.array([types.ends(r)[0] for r in range(len(types.relations))], np.int64)[
+        np.zeros(len(train.number), np.int64) if relation is None else relation]
+    return (train.number, train.src.cpu().numpy() + first_id, train.dst.cpu().numpy(), relation, src_type,
+            train.dst_type)

@@ -1,6 +1,7 @@
 # Paths shared by the rules, derived from the resolved runs; how a run's ranks are launched.
 from types import SimpleNamespace
 
+from sylvie.formats.vip_file import minibatch_seeds, seeds_id
 from sylvie.memory_budget import PARTITION_BYTES_PER_NODE, runs_alone
 
 
@@ -34,16 +35,25 @@ def partition_threads(wildcards):
     return workflow.cores if runs_alone(nodes * PARTITION_BYTES_PER_NODE) else 1
 
 
+def vip_name(r):
+    """The VIP analysis run `r` reads: its sampling setting, and for link prediction its negatives."""
+    return f"{r.vip_id}{seeds_id(minibatch_seeds(r.train.task, r.link))}"
+
+
 def vip_dir(run_name):
     r = RUNS[run_name]
-    return f"data/vip/{r.dataset}/{r.partition_id}/{r.vip_id}"
+    return f"data/vip/{r.dataset}/{r.partition_id}/{vip_name(r)}"
 
 
 def vip_sampling_flags(wc):
-    """The sampling flags of `sylvie vip` for analysis `wc` (fanouts and batch size of the runs that read it)."""
+    """The flags of `sylvie vip` for analysis `wc` (fanouts and batch size of the runs that read it; a link
+    prediction run's task and negatives)."""
     for r in RUNS.values():
-        if (r.dataset, r.partition_id, r.vip_id) == (wc.dataset, wc.partition, f"f{wc.fanouts}-b{wc.batch}"):
-            return cli_arguments("sampling", r.sampling, skip=("prefetch", "remote_bits"))
+        if (r.dataset, r.partition_id, vip_name(r)) == (wc.dataset, wc.partition, f"f{wc.fanouts}-b{wc.batch}"):
+            flags = cli_arguments("sampling", r.sampling, skip=("prefetch", "remote_bits"))
+            if r.train.task == "link":
+                flags = f'{flags} --task link {cli_arguments("link", r.link, skip=("decoder", "loss", "pair_bits"))}'
+            return flags
     raise ValueError(f"data/vip/{wc.dataset}/{wc.partition}/f{wc.fanouts}-b{wc.batch}: no run of the config reads "
                      f"this VIP analysis")
 
