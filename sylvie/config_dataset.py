@@ -136,6 +136,11 @@ class DatasetConfig:
         "link prediction: hold out these shares [val, test] of the edges at random (seed; an undirected edge as "
         "one, both directions held out), to be predicted; the rest train and carry the messages; null: no edge "
         "split drawn (files: edge_split_column, or val_edges and test_edges, give one; ogbl-*: OGB's own)")
+    edge_split_relation: str | None = knob(
+        None,
+        "typed graphs with edge_split: the relation whose edges are split and predicted, by name (e.g. cites) or "
+        "src:name:dst where names repeat; its held-out edges leave it and its reverse (rev-<name>), the other "
+        "relations only pass messages. Required on a typed graph with edge_split, refused on a graph of one node type")
     edge_split_column: str | None = knob(
         None,
         "files, link prediction: the edge list's column giving each edge's split: train, val (or valid, "

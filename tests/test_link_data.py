@@ -264,13 +264,18 @@ def test_edge_split_shares_summing_to_one(tmp_path, capsys):
     assert "dataset 'cora': edge_split [0.5, 0.5]: the shares sum to 1, leaving no edge to train on" in line
 
 
-def test_an_edge_split_given_twice_or_on_a_typed_graph(tmp_path, capsys):
+def test_an_edge_split_given_twice_or_without_its_relation_on_a_typed_graph(tmp_path, capsys):
     entry = _entry(tmp_path, _edges_csv(RING, SPLIT), edge_split_column="split", edge_split=[0.1, 0.1])
     assert "give the edge split once: edge_split or edge_split_column, not both" in _refused(tmp_path, capsys, "mine",
                                                                                             entry)
-    line = _refused(tmp_path, capsys, "mag", {"source": "synthetic", "preset": "mag", "nodes": 500,
-                                              "edge_split": [0.1, 0.1]})
-    assert "dataset 'mag': an edge split (link prediction) is for a graph of one node type" in line
+    mag = {"source": "synthetic", "preset": "mag", "nodes": 500, "edge_split": [0.1, 0.1]}
+    line = _refused(tmp_path, capsys, "mag", mag)
+    assert "dataset 'mag': edge_split on a typed graph needs edge_split_relation, the relation whose edges are split " \
+           "and predicted (one of writes, cites, has_topic, affiliated_with" in line
+    line = _refused(tmp_path, capsys, "mag", {**mag, "edge_split_relation": "citez"})
+    assert "dataset 'mag': edge_split_relation 'citez' is none of the graph's relations (author:writes:paper, " in line
+    line = _refused(tmp_path, capsys, "mine", {**entry, "edge_split_column": None, "edge_split_relation": "cites"})
+    assert "dataset 'mine': edge_split_relation 'cites': the graph has one node type and one relation" in line
 
 
 def test_the_installed_command_exits_non_zero(tmp_path):

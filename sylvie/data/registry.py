@@ -9,7 +9,7 @@ from pathlib import Path
 from sylvie.data import files_source, generated, ogb, ogb_link, planetoid
 from sylvie.data.graph import Graph, load_meta, save_graph
 from sylvie.data.input_files import check_entry, listed
-from sylvie.data.link_split import check_shares, has_edge_split, with_edge_split
+from sylvie.data.link_split import check_shares, has_edge_split, target_relation, with_edge_split
 from sylvie.errors import SylvieError
 from sylvie.output_dir import CANONICAL_GRAPH, check_replaceable
 
@@ -58,6 +58,7 @@ def check_dataset(name: str, options) -> str:
                           f"{_did_you_mean(name, names)}it has "
                           f"{', '.join(names)} (names are case-sensitive)")
     typed = source == "files" and (options.node_tables or options.relations or options.target)
+    files_types = None
     if typed:
         missing = [k for k in ("node_tables", "relations", "target") if not getattr(options, k)]
         if missing:
@@ -70,22 +71,44 @@ def check_dataset(name: str, options) -> str:
             raise SylvieError(f"dataset '{name}': unknown_nodes add and features_file are for one node type; a typed "
                               f"graph's every node is in its type's table, its features in its columns")
         from sylvie.data.typed_files import typed_types
-        typed_types(name, options)
+        files_types = typed_types(name, options)
     missing = [] if typed else [k for k in _REQUIRED.get(source, ()) if not getattr(options, k)]
     if missing:
         raise SylvieError(f"dataset '{name}': source {source} needs {' and '.join(missing)} (the file or folder to "
                           f"read); see docs/datasets.md")
     if source == "files" and options.split_column and options.mask_columns:
         raise SylvieError(f"dataset '{name}': give the split once: split_column or mask_columns, not both")
-    _check_edge_split(name, source, options, typed or (source == "synthetic" and options.structure in ("mag", "igbh")))
+    _check_edge_split(name, source, options, _known_types(source, options, files_types))
     _warn_unused(name, source, options)
     return source
 
 
-def _check_edge_split(name: str, source: str, options, typed: bool) -> None:
+def _known_types(source: str, options, files_types):
+    """The types of the graph a dataset's options make, where they tell them before it is made: a typed graph's
+    (``GraphTypes``: a preset's or the files' relations, ``files_types``, with their reverses where
+    ``reverse_relations`` adds them), None for a graph of one node type, False where they do not tell."""
+    from sylvie.graph_types import GraphTypes
+
+    if files_types is not None:
+        types = files_types
+    elif source == "synthetic" and options.structure in ("mag", "igbh"):
+        from sylvie.data.igbh_like import IGBH_EDGES
+        from sylvie.data.mag_like import MAG_EDGES
+        relations = tuple(MAG_EDGES if options.structure == "mag" else IGBH_EDGES)
+        ends = tuple(dict.fromkeys(t for r in relations for t in (r.src, r.dst)))
+        types = GraphTypes(ends, relations, ends[0])
+    elif source in ("planetoid", "synthetic", "files", "dgl"):  # one node type (dgl refuses a typed graph)
+        return None
+    else:
+        return False
+    return types.with_reverses()[0] if options.reverse_relations else types
+
+
+def _check_edge_split(name: str, source: str, options, types) -> None:
     """The edge-split knobs of link prediction, together: one way of giving the split, val_edges with test_edges,
-    a negatives column only beside the pairs' files, shares that leave edges to train on, a graph of one node
-    type."""
+    a negatives column only beside the pairs' files, shares that leave edges to train on; on a typed graph
+    (``types``: ``_known_types``) a drawn split of the relation edge_split_relation names, on a graph of one node type
+    none named."""
     ways = [k for k, on in (("edge_split", options.edge_split), ("edge_split_column", options.edge_split_column),
                             ("val_edges and test_edges", options.val_edges or options.test_edges)) if on]
     if source == "files" and len(ways) > 1:
@@ -100,10 +123,24 @@ def _check_edge_split(name: str, source: str, options, typed: bool) -> None:
                           f"eval_negatives instead)")
     if options.edge_split and _reads(source, "edge_split"):
         check_shares(options.edge_split, f"dataset '{name}'")
-    if typed and has_edge_split(options):
-        raise SylvieError(f"dataset '{name}': an edge split (link prediction) is for a graph of one node type, and "
-                          f"this graph is typed: link prediction on typed graphs is not supported yet; remove the "
-                          f"edge split, or use a graph of one node type")
+    if not _reads(source, "edge_split_relation"):
+        return
+    if options.edge_split_relation and not options.edge_split:
+        raise SylvieError(f"dataset '{name}': edge_split_relation names the relation whose edges a random edge_split "
+                          f"splits; give edge_split too (e.g. [0.05, 0.1]), or remove edge_split_relation")
+    if types and has_edge_split(options) and not options.edge_split:
+        raise SylvieError(f"dataset '{name}': a typed graph's edge split is drawn (edge_split with "
+                          f"edge_split_relation), not read from files: remove edge_split_column, val_edges and "
+                          f"test_edges, and give edge_split and edge_split_relation")
+    if types and options.edge_split and not options.edge_split_relation:
+        raise SylvieError(f"dataset '{name}': edge_split on a typed graph needs edge_split_relation, the relation "
+                          f"whose edges are split and predicted (one of "
+                          f"{', '.join(r.name for r in types.relations)})")
+    if types and options.edge_split_relation:
+        target_relation(types, options.edge_split_relation, f"dataset '{name}'")
+    if types is None and options.edge_split_relation:
+        raise SylvieError(f"dataset '{name}': edge_split_relation {options.edge_split_relation!r}: the graph has one "
+                          f"node type and one relation, whose edges edge_split splits; remove edge_split_relation")
 
 
 def _warn_unused(name: str, source: str, options) -> None:
