@@ -153,8 +153,8 @@ def test_partition_count_change_reruns_from_partition(finished_pipeline, config)
     before, after = runs_of(original), runs_of(config.read_text())
     rerun = changed(before, after, "partition")
     assert rerun == set(before) - {"gcn-p1", "gcn-p4"}  # the runs with parts of their own keep their partitions
-    # one partition balanced for full-graph training, one for sampled (SALIENT++'s constraints)
-    assert jobs.get("partition") == partitions(after, rerun) == 2 and jobs.get("vip") == 1, jobs
+    # one partition balanced for full-graph training, one for sampled (SALIENT++'s constraints), one of cora-links
+    assert jobs.get("partition") == partitions(after, rerun) == 3 and jobs.get("vip") == 1, jobs
     assert jobs.get("train") == jobs.get("evaluate") == seeds(after, rerun), jobs
 
 
