@@ -330,8 +330,9 @@ class LinkConfig:
         "uniform",
         "uniform: each negative destination drawn uniformly from the nodes (of the relation's destination type); "
         "local: from the rank's own nodes, so that no remote rows travel for them (GraphStorm's localjoint); joint: "
-        "k destinations drawn once per batch, shared by its positives. Each a hash of (seed, epoch, pair), so the "
-        "same on any number of threads")
+        "k destinations drawn once per batch, shared by its positives. Each a hash of the seed and epoch with the "
+        "pair (uniform), the rank and pair (local) or the rank and batch (joint), so the same on any number of "
+        "threads")
     pair_bits: Literal[1, 2, 4, 8, 32] = knob(
         32,
         "full-graph: width of the pair ends' embeddings fetched from the ranks that own them, and of the gradients "

@@ -1,4 +1,4 @@
-"""Link prediction's ranking metrics (sylvie/evaluate/ranking.py) against OGB's ``ogb.linkproppred.Evaluator``: MRR and
+"""Link prediction's ranking metrics (sylvie/runtime/ranking.py) against OGB's ``ogb.linkproppred.Evaluator``: MRR and
 Hits@K of per-pair negatives as ogbl-citation2 ranks them, Hits@K of shared negatives as ogbl-collab, -ppa and -ddi
 do, on random scores with many ties; AUC against a pairwise count; the edge cases (one negative, all ties, no pairs,
 no negatives, NaN scores); and chunking that changes nothing."""
