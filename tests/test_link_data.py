@@ -294,6 +294,13 @@ def test_a_link_run_needs_an_edge_split():
     assert resolve_runs(config)["lp"].train.task == "link"
 
 
+def test_no_negatives_is_refused():
+    config = {"datasets": {"cora": {**CORA, "edge_split": [0.05, 0.1]}},
+              "runs": {"lp": {"train": {"task": "link"}, "link": {"negatives": 0}}}}
+    with pytest.raises(SylvieError, match=r"'runs\.lp\.link\.negatives': 0 is less than the minimum of 1"):
+        resolve_runs(config)
+
+
 def test_edge_split_knobs_that_do_not_go_together(tmp_path):
     from sylvie.data.registry import check_dataset
 
