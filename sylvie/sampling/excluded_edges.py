@@ -15,16 +15,23 @@ from numba import njit
 
 
 @njit(cache=True, nogil=True)
-def _find(indptr, src, stride, u, v, r, out, n):
-    """Append to ``out`` (from ``n``) the positions of the edges u -> v of relation r; return the new count."""
-    lo, hi = indptr[v * stride + r], indptr[v * stride + r + 1]
-    end = hi
+def first_from(src, lo, hi, u):
+    """The first position in ``lo .. hi`` of ``src`` (ascending there: a node's in-edges of one relation) whose source
+    is at least ``u`` (bisection); ``hi`` if none is."""
     while lo < hi:
         mid = (lo + hi) // 2
         if src[mid] < u:
             lo = mid + 1
         else:
             hi = mid
+    return lo
+
+
+@njit(cache=True, nogil=True)
+def _find(indptr, src, stride, u, v, r, out, n):
+    """Append to ``out`` (from ``n``) the positions of the edges u -> v of relation r; return the new count."""
+    end = indptr[v * stride + r + 1]
+    lo = first_from(src, indptr[v * stride + r], end, u)
     while lo < end and src[lo] == u:
         out[n] = lo
         n += 1

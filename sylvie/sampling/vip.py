@@ -26,6 +26,7 @@ import numpy as np
 from numba import njit, prange
 
 from sylvie.sampling.edge_seeds import EdgeSeeds
+from sylvie.sampling.excluded_edges import first_from
 from sylvie.sampling.neighbor_picks import relation_offsets
 
 # The analysis's files are sylvie.formats.vip_file's; sylvie/train/run.py still imports their reader from here.
@@ -91,14 +92,9 @@ def _reverse_edges(in_indptr, in_src, relation, has_relation, offsets, num_rel, 
             if back < 0:
                 continue
             v = in_src[e]
-            lo, hi = offsets[v * num_rel + back], offsets[v * num_rel + back + 1]
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if in_src[mid] < u:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            if lo < offsets[v * num_rel + back + 1] and in_src[lo] == u:
+            end = offsets[v * num_rel + back + 1]
+            lo = first_from(in_src, offsets[v * num_rel + back], end, u)
+            if lo < end and in_src[lo] == u:
                 out[e] = lo
 
 
