@@ -87,3 +87,30 @@ def test_the_loss_falls_and_the_units_live(arch, graph):
     block, x, _, _ = graph
     dead = _dead_units(model, block, x)
     assert max(dead) < 0.25, f"{arch}: dead hidden units per layer {dead}"
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_link_encoder_starts_as_dgls_sageconv(seed):
+    """A link-prediction GraphSAGE (its outputs embeddings scored by a dot product) starts as DGL's SAGEConv does:
+    both branches xavier-uniform with the ReLU gain (bound and spread of the draw), zero bias; the same model for node
+    classification keeps torch's ``nn.Linear`` init (bound 1 / sqrt(fan in))."""
+    from sylvie.config import section
+    from sylvie.models import build_model
+    from sylvie.models.sage import MeanSAGEConv
+
+    cfg = section("model", {"arch": "sage", "hidden": 64, "layers": 2})
+    torch.manual_seed(seed)
+    link = build_model(cfg, 128, 5, link=section("link", {}))
+    torch.manual_seed(seed)
+    node = build_model(cfg, 128, 5)
+    gain = math.sqrt(2.0)
+    for lc, nc in zip((m for m in link.modules() if isinstance(m, MeanSAGEConv)),
+                      (m for m in node.modules() if isinstance(m, MeanSAGEConv)), strict=True):
+        for lw, nw in ((lc.fc_self.weight, nc.fc_self.weight), (lc.fc_neigh.weight, nc.fc_neigh.weight)):
+            fan_out, fan_in = lw.shape
+            bound = gain * math.sqrt(6.0 / (fan_in + fan_out))
+            assert float(lw.abs().max()) <= bound and float(lw.abs().max()) > 0.95 * bound
+            assert abs(float(lw.std()) - bound / math.sqrt(3)) < 0.05 * bound
+            assert float(nw.abs().max()) <= 1 / math.sqrt(fan_in)
+        assert not lc.fc_self.bias.any()
+        assert nc.fc_self.bias.any()

@@ -19,7 +19,7 @@ from sylvie.models.block import Block
 from sylvie.models.dropout import Dropout
 from sylvie.models.gat import GATConv
 from sylvie.models.gcn import GraphConv
-from sylvie.models.initialisation import initialise_gat
+from sylvie.models.initialisation import initialise_gat, initialise_link_encoder
 from sylvie.models.link_decoder import build_decoder
 from sylvie.models.registry import ARCHS, ATTENTION, RELATIONAL, loop_weight
 from sylvie.models.relational_conv import RelationalConv
@@ -208,10 +208,11 @@ def build_model(model, in_widths, num_classes: int, *, types: GraphTypes = HOMOG
         num_classes = model.hidden
         decoder = build_decoder(link.decoder, model.hidden, model.hidden, len(types.relations))
     try:
-        return GNN(model.arch, in_widths, model.hidden, num_classes, model.layers, model.dropout, model.heads,
-                   types=types, num_bases=model.num_bases,
-                   embedding_rows=None if embedding_rows is None else tuple(embedding_rows),
-                   embedding_width=model.embedding_width, embedding_seed=seed, loop_weight=loop_weight(model),
-                   decoder=decoder)
+        gnn = GNN(model.arch, in_widths, model.hidden, num_classes, model.layers, model.dropout, model.heads,
+                  types=types, num_bases=model.num_bases,
+                  embedding_rows=None if embedding_rows is None else tuple(embedding_rows),
+                  embedding_width=model.embedding_width, embedding_seed=seed, loop_weight=loop_weight(model),
+                  decoder=decoder)
     except ValueError as e:
         raise SylvieError(f"model: {e}") from None
+    return gnn if link is None else initialise_link_encoder(gnn)

@@ -2,7 +2,11 @@
 ``tests/test_initialisation.py`` (a fresh model's loss near ln C, falling through the first epochs, hidden units
 alive). GraphSAGE, and GAT's projection, start as torch's ``nn.Linear``: DGL's inits start the loss far above ln C,
 and GraphSAGE's then plateaus and loses hidden units (benchmarks/records/2026-11-25_convergence_2core-vm.md). GCN keeps
-DGL's Glorot init, which learns faster. No norm layer or input dropout: neither gained accuracy.
+DGL's Glorot init, which learns faster. No norm layer or input dropout: neither gained accuracy. Link prediction's
+GraphSAGE is the exception: its outputs are embeddings scored by their dot product, not logits, and DGL's init
+(``initialise_link_encoder``) is what lets it learn as fast as DGL's SAGEConv does
+(benchmarks/records/2026-12-07_link-accuracy_2core-vm.md,
+and before it 2026-12-07_link-accuracy-torch-init_2core-vm.md).
 """
 # - GraphSAGE (``MeanSAGEConv.reset_parameters``): torch's ``nn.Linear`` init on both branches, not DGL's xavier-uniform
 #   with the ReLU gain.
@@ -11,9 +15,15 @@ DGL's Glorot init, which learns faster. No norm layer or input dropout: neither 
 # - GAT (``initialise_gat``): the projection ``fc`` as torch's ``nn.Linear``; the attention vectors keep DGL's
 #   xavier-normal. DGL's fc (xavier-normal with the ReLU gain) gives a wide-to-narrow output layer too large a weight
 #   variance, and reaches the same accuracy later.
+# - Link prediction (``train.task: link``), GraphSAGE: DGL's init (xavier-uniform with the ReLU gain, zero bias). With
+#   torch's, a pair's dot product starts near zero and the scores separate slowly: on Cora's edges, 200 epochs, test
+#   MRR 0.44 against DGL's 0.52. GCN keeps its Glorot init; GAT's projection keeps torch's (not measured for links).
 from __future__ import annotations
 
+import torch.nn as nn
+
 from sylvie.models.gat import GATConv
+from sylvie.models.sage import MeanSAGEConv
 
 
 def initialise_gat(conv: GATConv) -> GATConv:
@@ -23,3 +33,15 @@ def initialise_gat(conv: GATConv) -> GATConv:
     if conv.fc_dst is not None:
         conv.fc_dst.reset_parameters()
     return conv
+
+
+def initialise_link_encoder(model: nn.Module) -> nn.Module:
+    """DGL's ``SAGEConv`` init for every GraphSAGE layer of ``model`` (a link-prediction encoder), in place:
+    xavier-uniform with the ReLU gain on both branches, zero bias; other layers as they are."""
+    gain = nn.init.calculate_gain("relu")
+    for conv in model.modules():
+        if isinstance(conv, MeanSAGEConv):
+            nn.init.xavier_uniform_(conv.fc_self.weight, gain=gain)
+            nn.init.xavier_uniform_(conv.fc_neigh.weight, gain=gain)
+            nn.init.zeros_(conv.fc_self.bias)
+    return model
