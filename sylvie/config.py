@@ -189,13 +189,26 @@ def check_boundary_sampling(train: TrainConfig, comm: CommConfig | None, where: 
                           f"or train.boundary_sampling to 1")
 
 
-def check_run(model: ModelConfig, train: TrainConfig, comm: CommConfig, sampling: SamplingConfig, where: str) -> None:
+def check_sampled_link(train: TrainConfig, link: LinkConfig, where: str) -> None:
+    """Sampled link training computes every pair end's embedding on its own rank (its input rows fetched at
+    ``sampling.remote_bits``): ``link.pair_bits``, how full-graph training fetches pair ends' embeddings, is refused
+    there."""
+    if train.task == "link" and train.mode == "sampled" and link.pair_bits != 32:
+        raise SylvieError(f"{where}: link.pair_bits {link.pair_bits} sets how full-graph training fetches pair ends' "
+                          f"embeddings from their owners; sampled training computes every pair end's embedding on its "
+                          f"own rank (its input rows fetched at sampling.remote_bits): set link.pair_bits to 32, or "
+                          f"train.mode to full")
+
+
+def check_run(model: ModelConfig, train: TrainConfig, comm: CommConfig, sampling: SamplingConfig, link: LinkConfig,
+              where: str) -> None:
     """The rules between a run's sections that the schema does not state: the one check of a config's runs
     (``resolve_runs``, when the pipeline is planned) and of ``sylvie train``'s flags (``run_training``), so that
     the two refuse the same combinations. (The rules within one section: its class's ``__post_init__``, met when
     ``section`` builds it; a dataset's: ``registry.check_dataset``, for the config and ``sylvie download`` alike.)"""
     check_sampling(model, train, sampling, where)
     check_boundary_sampling(train, comm, where)
+    check_sampled_link(train, link, where)
 
 
 def validate(config: dict, where: str = "config") -> dict:
@@ -246,7 +259,7 @@ def resolve_runs(config: dict, where: str = "config") -> dict[str, Run]:
             raise SylvieError(f"{where}: runs.{name}.{ignored[0]}: a setting of {names[other]} training (train.mode "
                               f"{other}), which this run (train.mode {mode}) ignores; remove runs.{name}.{ignored[0]} "
                               f"or set runs.{name}.train.mode to {other}")
-        check_run(run.model, run.train, run.comm, run.sampling, at)
+        check_run(run.model, run.train, run.comm, run.sampling, run.link, at)
         if run.train.task == "link":
             _check_link_dataset(config["datasets"][dataset] or {}, dataset, f"{at}.train.task")
         # balance auto: the constraints of the run's regime

@@ -301,6 +301,17 @@ def test_no_negatives_is_refused():
         resolve_runs(config)
 
 
+def test_pair_bits_under_sampled_training_is_refused_when_the_config_loads():
+    config = {"datasets": {"cora": {**CORA, "edge_split": [0.05, 0.1]}},
+              "runs": {"lp": {"train": {"task": "link", "mode": "sampled"}, "sampling": {"fanouts": [5, 5]},
+                              "link": {"pair_bits": 1}}}}
+    with pytest.raises(SylvieError, match=r"runs\.lp: link\.pair_bits 1 sets how full-graph training fetches .* set "
+                                          r"link\.pair_bits to 32, or train\.mode to full"):
+        resolve_runs(config)
+    config["runs"]["lp"]["link"]["pair_bits"] = 32
+    assert resolve_runs(config)["lp"].link.pair_bits == 32
+
+
 def test_edge_split_knobs_that_do_not_go_together(tmp_path):
     from sylvie.data.registry import check_dataset
 

@@ -31,7 +31,7 @@ from sylvie.train.memory_need import check_training_fits
 from sylvie.train.optimiser import check_optimiser
 from sylvie.train.protocol import Trainer
 from sylvie.train.run_lock import RunLock
-from sylvie.train.sampled_trainer import SampledTrainer, check_sampled_graph, check_sampled_link
+from sylvie.train.sampled_trainer import SampledTrainer, check_sampled_graph
 from sylvie.train.tensorboard_metrics import TensorBoardMetrics
 
 
@@ -54,7 +54,7 @@ class TrainingRun:
     # of the epochs run, no ``model.pt``.
 
     def __init__(self, job: TrainingJob):
-        check_run(job.model, job.train, job.comm, job.sampling, where="sylvie train options")
+        check_run(job.model, job.train, job.comm, job.sampling, job.link, where="sylvie train options")
         check_optimiser(job.train)
         inputs = (job.partition_dir,) + ((job.vip_dir,) if job.vip_dir else ())
         check_replaceable(job.out_dir, RUN, inputs=inputs)  # a run directory, or one to become it
@@ -63,8 +63,6 @@ class TrainingRun:
             layout = graph_layout(self.manifest)
             check_sampled_graph(GraphTypes.from_json(layout["types"], f"{job.partition_dir}/manifest.json"),
                                 job.sampling)
-            if job.train.task == "link":
-                check_sampled_link(job.link)
         check_training_fits(job.model, self.manifest, int(os.environ.get("RANK", 0)), job.sampled, job.train.device)
         self.configs = job.configs()
 

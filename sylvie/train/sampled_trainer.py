@@ -75,16 +75,6 @@ def check_sampled_graph(types: GraphTypes, sampling) -> list[tuple[int, ...]]:
     return resolve_fanouts(sampling.fanouts, types)
 
 
-def check_sampled_link(link) -> None:
-    """A SylvieError for ``link`` settings sampled training cannot take: ``pair_bits`` (it fetches input rows at
-    ``sampling.remote_bits``, never pair ends' embeddings)."""
-    if link.pair_bits != 32:
-        raise SylvieError(f"link.pair_bits {link.pair_bits} sets how full-graph training fetches pair ends' embeddings "
-                          f"from their owners; sampled training computes every pair end's embedding on its own rank "
-                          f"(its input rows fetched at sampling.remote_bits): set link.pair_bits to 32, or train.mode "
-                          f"to full")
-
-
 class SampledTrainer:
     """``model``, ``train``, ``sampling`` and ``cache`` are the config's sections; ``vip`` this part's VIP
     (``sylvie vip``), needed by the vip policy and used to order the local rows (None: id order)."""
