@@ -19,7 +19,7 @@ and before it 2026-12-07_link-accuracy-torch-init_2core-vm.md).
 #   torch's, a pair's dot product starts near zero and the scores separate slowly: on Cora's edges, 200 epochs, test
 #   MRR 0.44 against DGL's 0.52. GCN keeps its Glorot init; GAT's projection keeps torch's (not measured for links).
 #   The cost, on features of unit variance (the citation2 preset's, 128 wide): the first dot products are large, the
-#   first loss 63 against about 1.3 with torch's init, and after 100 full-graph epochs (1/100 of the preset, one seed)
+#   first loss 63 against 1.4 with torch's init, and after 100 full-graph epochs (1/100 of the preset, one seed)
 #   validation MRR stood at 0.048 against 0.121. Input scale decides which init learns faster; DGL's is kept as the
 #   one DGL users compare against.
 from __future__ import annotations
