@@ -109,3 +109,16 @@ def test_a_corrupt_archive_is_not_reused(cora_dir, mirror, tmp_path):
     (served / "arxiv.zip").write_bytes(good)  # the mirror is fixed: the next run downloads again
     p = run(args)
     assert "2,708 nodes" in p.stderr
+
+
+def test_a_second_download_from_the_same_root_reads_ogbs_processed_file(cora_dir, mirror, tmp_path):
+    """The second ``sylvie download`` from the same ``--root`` reads the file ogb processed the first time (numpy
+    arrays in a pickle, which torch's ``weights_only`` load refuses by default) instead of failing, and downloads
+    nothing: the mirror is gone by then."""
+    root, first, second = tmp_path / "raw", tmp_path / "a", tmp_path / "b"
+    run([str(BIN / "sylvie"), "download", "ogbn-arxiv", "--mirror", mirror, "--root", str(root), "--out", str(first)])
+    assert (root / "ogbn_arxiv" / "processed" / "data_processed").exists()
+    p = run([str(BIN / "sylvie"), "download", "ogbn-arxiv", "--mirror", "http://127.0.0.1:9/", "--root", str(root),
+             "--out", str(second)])
+    assert "2,708 nodes, 10,556 edges" in p.stderr
+    np.testing.assert_array_equal(load_graph(second).labels, load_graph(first).labels)

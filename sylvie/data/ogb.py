@@ -50,11 +50,17 @@ def network_timeout(seconds: float):
         socket.setdefaulttimeout(saved)
 
 
+_FULL_LOAD = "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"  # torch.load's weights_only default, off while set
+
+
 @contextlib.contextmanager
 def _ogb_downloads_into(root: Path):
     """OGB downloads into the working directory when given meta_dict, and asks on stdin above 1 GB.
 
-    The dataset is named in the config, so the answer is yes; the size is printed instead.
+    The dataset is named in the config, so the answer is yes; the size is printed instead. Inside, ``torch.load``
+    defaults to ``weights_only=False`` again, as when ogb was written: ogb reads back the file it processed into the
+    root the first time (``processed/data_processed``, numpy arrays pickled at protocol 4, which torch's weights-only
+    reader refuses), so a second download from the same root would fail otherwise.
     """
     import ogb.nodeproppred.dataset as ds_mod
 
@@ -63,14 +69,20 @@ def _ogb_downloads_into(root: Path):
         return True
 
     saved, cwd = ds_mod.decide_download, os.getcwd()
+    saved_load = os.environ.get(_FULL_LOAD)
     root.mkdir(parents=True, exist_ok=True)
     ds_mod.decide_download = confirm
     os.chdir(root)
+    os.environ[_FULL_LOAD] = "1"
     try:
         yield
     finally:
         os.chdir(cwd)
         ds_mod.decide_download = saved
+        if saved_load is None:
+            os.environ.pop(_FULL_LOAD, None)
+        else:
+            os.environ[_FULL_LOAD] = saved_load
 
 
 def _fetch(name: str, root: Path, meta: dict, timeout_s: float, open_dataset=None):
