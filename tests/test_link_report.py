@@ -160,3 +160,25 @@ def test_link_runs_of_one_folder_differ_by_their_link_section(tmp_path):
     (b / "eval.json").write_text(json.dumps(with_checksum({k: v for k, v in content.items() if k != "checksum"})))
     assert sorted(collect([a, b])) == ["link (decoder=dot)", "link (decoder=mlp)"]
     assert math.isnan(collect([a])["link"][0].evaluation.accuracies["train"])
+
+
+@pytest.mark.parametrize("tasks", [("link",), ("node",), ("node", "link")])
+def test_the_report_rule_declares_the_plots_the_report_writes(tmp_path, tasks):
+    """The pipeline's report rule declares, for a config of runs of ``tasks``, the plots ``sylvie report`` writes for
+    such runs: a config of link runs alone has no accuracy plot (Snakemake would fail the finished report), one of
+    node runs no MRR plot."""
+    from support.commands import BIN, REPO, run
+
+    from sylvie.report.plot_names import plots_of_tasks
+
+    runs = "".join(f"  r-{t}: {{dataset: cora-links, train: {{task: {t}, epochs: 2}}, partition: {{parts: 1}}}}\n"
+                   for t in tasks)
+    config = tmp_path / "tasks.yaml"
+    config.write_text("datasets:\n  cora-links: {source: planetoid, name: cora, raw_dir: data/embedded/planetoid,\n"
+                      "               edge_split: [0.05, 0.1], eval_negatives: 100}\n" + f"runs:\n{runs}")
+    p = run([str(BIN / "snakemake"), "report", "-n", "--cores", "1", "-s", str(REPO / "Snakefile"), "--directory",
+             str(tmp_path), "--configfile", str(config)])
+    block = (p.stdout + p.stderr).split("rule report:")[1]
+    outputs = next(line for line in block.splitlines() if line.strip().startswith("output:"))
+    declared = sorted(Path(f.strip()).stem for f in outputs.split(":", 1)[1].split(","))
+    assert declared == sorted(["report", *plots_of_tasks(set(tasks))])

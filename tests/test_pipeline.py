@@ -89,7 +89,7 @@ def test_the_small_configuration_takes_every_path_of_the_default():
 
 @pytest.mark.e2e
 def test_pipeline_writes_report(finished_pipeline):
-    from sylvie.report.plots import PLOTS
+    from sylvie.report.plot_names import PLOTS
 
     html = (finished_pipeline / "results" / "report" / "report.html").read_text()
     for run_name in runs_of(SMALL.read_text()):

@@ -19,7 +19,8 @@ from sylvie.errors import SylvieError, system_said
 from sylvie.formats.model_file import BY_LAST_EPOCH
 from sylvie.output_dir import check_location
 from sylvie.report.grouping import collect
-from sylvie.report.plots import PLOTS, SOFTWARE, write_plots
+from sylvie.report.plot_names import PLOTS
+from sylvie.report.plots import SOFTWARE, write_plots
 from sylvie.report.run_output import RunOutput, failed, finished
 from sylvie.report.summary import LINK_METRICS, summarise
 from sylvie.report.time_to_accuracy import accuracy_target, time_to_accuracy

@@ -18,6 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
+from sylvie.report.plot_names import plots_of_tasks  # noqa: E402
 from sylvie.report.run_output import RunOutput, failed, finished, task_of  # noqa: E402
 from sylvie.report.summary import summarise  # noqa: E402
 from sylvie.report.time_to_accuracy import (  # noqa: E402
@@ -27,8 +28,6 @@ from sylvie.report.time_to_accuracy import (  # noqa: E402
     training_seconds,
 )
 
-PLOTS = ("loss", "accuracy", "mrr", "time_to_accuracy", "epoch_time", "bytes", "rows")  # every plot there may be
-_BY_TASK = {"accuracy": "node", "mrr": "link", "time_to_accuracy": "node"}  # plots of one task's runs only
 _METRIC_WORDS = {"accuracy": "accuracy", "mrr": "MRR"}  # EpochRecord.metric, on an axis
 _KEY_WORDS = {"val_acc": "validation", "test_acc": "test", "loss": "loss"}
 _BAND = "shaded: lowest to highest seed"
@@ -217,10 +216,9 @@ def figure(name: str, runs: dict[str, list[RunOutput]]):
 
 
 def plots_for(runs: dict[str, list[RunOutput]]) -> tuple[str, ...]:
-    """The plots of ``runs``, in PLOTS' order: all but those of a task (``_BY_TASK``) none of the runs has; a report of
-    node runs alone has every plot but "mrr"."""
-    tasks = {task_of(outputs) for outputs in runs.values()} or {"node"}
-    return tuple(name for name in PLOTS if name not in _BY_TASK or _BY_TASK[name] in tasks)
+    """The plots of ``runs`` (``plot_names.plots_of_tasks`` of their tasks); a report of node runs alone has every
+    plot but "mrr"."""
+    return plots_of_tasks({task_of(outputs) for outputs in runs.values()})
 
 
 def write_plots(runs: dict[str, list[RunOutput]], out_dir: Path) -> dict[str, Path]:

@@ -3,6 +3,7 @@ from types import SimpleNamespace
 
 from sylvie.formats.vip_file import minibatch_seeds, seeds_id
 from sylvie.memory_budget import PARTITION_BYTES_PER_NODE, runs_alone
+from sylvie.report.plot_names import plots_of_tasks
 
 
 def run_dirs():
@@ -175,3 +176,14 @@ def launch_resources(when=None):
 # `snakemake --lint` asks of each.
 def no_conda_env(wildcards):
     return None
+
+
+PLOT_CATEGORY = {"epoch_time": "Speed", "bytes": "Speed", "rows": "Speed"}  # the others: Training
+
+
+def report_plots():
+    """The plots ``sylvie report`` writes for this config's runs (the accuracy plots only where a run classifies
+    nodes, the MRR plot only where one predicts links), each with its caption."""
+    names = plots_of_tasks({r.train.task for r in RUNS.values()})
+    return {name: report(f"results/report/{name}.png", caption=f"../report/{name}.rst",
+                         category=PLOT_CATEGORY.get(name, "Training")) for name in names}
