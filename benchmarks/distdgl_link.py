@@ -55,6 +55,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import socket
 import statistics
@@ -344,8 +345,7 @@ def main() -> None:
     for rep in range(args.repeats):
         for side in ("ours", "DistDGL"):
             out = work / "runs" / f"{side.lower()}-{rep}"
-            if out.exists():
-                import shutil
+            if out.exists():  # this script's own run of an earlier call
                 shutil.rmtree(out)
             out.parent.mkdir(parents=True, exist_ok=True)
             t0 = time.perf_counter()
