@@ -16,11 +16,12 @@ and before it 2026-12-07_link-accuracy-torch-init_2core-vm.md).
 #   xavier-normal. DGL's fc (xavier-normal with the ReLU gain) gives a wide-to-narrow output layer too large a weight
 #   variance, and reaches the same accuracy later.
 # - Link prediction (``train.task: link``), GraphSAGE: DGL's init (xavier-uniform with the ReLU gain, zero bias). With
-#   torch's, a pair's dot product starts near zero and the scores separate slowly: on Cora's edges, 200 epochs, test
-#   MRR 0.44 against DGL's 0.52. GCN keeps its Glorot init; GAT's projection keeps torch's (not measured for links).
-#   The cost, on features of unit variance (the citation2 preset's, 128 wide): the first dot products are large, the
-#   first loss 63 against 1.4 with torch's init, and after 100 full-graph epochs (1/100 of the preset, one seed)
-#   validation MRR stood at 0.048 against 0.121. Input scale decides which init learns faster; DGL's is kept as the
+#   torch's, a pair's dot product starts near zero and the scores separate slowly on small inputs (Cora's
+#   row-normalised words: benchmarks/records/2026-12-07_link-accuracy-torch-init_2core-vm.md against
+#   2026-12-07_link-accuracy_2core-vm.md). GCN keeps its Glorot init; GAT's projection keeps torch's (not measured for
+#   links). The cost, on features of unit variance (the citation2 preset's): the first dot products are large and the
+#   loss starts far above ln 2, so the first hundred full-graph epochs learn less than torch's init does
+#   (2026-12-07_link-init-citation2_2core-vm.md). Input scale decides which init learns faster; DGL's is kept as the
 #   one DGL users compare against.
 from __future__ import annotations
 
