@@ -4,7 +4,7 @@ which ``sylvie.config.section`` puts in place of these defaults."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from sylvie.config_sections import knob
 
@@ -33,17 +33,22 @@ class DatasetConfig:
         "files, dgl: false: an edge joins its two nodes both ways (symmetrised as the OGB loader does: both "
         "directions, duplicates and self-loops dropped); true: edges go src -> dst as given (duplicates and "
         "self-loops dropped)")
-    node_tables: dict[str, str] | None = knob(
+    node_tables: dict[str, str | dict[str, Any]] | None = knob(
         None,
-        "files, a typed graph: a node table per node type (type: file or folder, of the formats node_table takes), "
-        "instead of node_table; node_key, feature_columns, label_column and the split read each (a type without "
-        "feature_columns has no features: the models learn an embedding for it; only the target type's table may "
-        "carry labels and the split)")
-    relations: list[dict[str, str]] | None = knob(
+        "files, a typed graph: a node table per node type, instead of node_table: type: its file or folder (of the "
+        "formats node_table takes), or type: {path, node_key, feature_columns} where its columns are named its own "
+        "way (each key left out takes the dataset's knob of that name; feature_columns [] for a type without "
+        "features). label_column and the split read each; a type whose feature columns match none of its table's "
+        "has no features, and the models learn an embedding for it (a warning says so, unless its feature_columns "
+        "is []); only the target type's table may carry labels and the split")
+    relations: list[dict[str, Any]] | None = knob(
         None,
         "files, a typed graph: its relations, each {src: node type, name, dst: node type, edges: its edge list (a "
-        "file or folder; edge_columns name the columns)}, taken as directed from src to dst; reverse_relations adds "
-        "each one's reverse")
+        "file or folder), edge_columns: its source and destination columns (default: the dataset's edge_columns), "
+        "directed (default true)}. directed true: edges go src -> dst as given, and reverse_relations adds the "
+        "relation's reverse (rev-<name>) with weights of its own; false, for a relation within one node type whose "
+        "pairs' order means nothing (a citation list holding each pair once): both directions in the one relation, "
+        "duplicates and self-loops dropped, and no reverse added")
     target: str | None = knob(
         None,
         "files, a typed graph: the node type whose nodes carry the labels and split, and are predicted")

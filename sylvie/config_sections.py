@@ -114,8 +114,10 @@ class TrainConfig:
         minimum=1, resumable=True)
     lr: float = knob(0.01, "the optimiser's learning rate (after warm-up, before the schedule)", exclusive_minimum=0)
     weight_decay: float = knob(
-        0.0005,
-        "the optimiser's weight decay (Adam: L2, added to the gradient; AdamW: decoupled)",
+        0.0,
+        "the optimiser's weight decay (Adam: L2, added to the gradient; AdamW: decoupled); 0, as torch.optim's "
+        "default, from a config and the command line alike (the default pipeline's node runs set 5e-4, as Kipf and "
+        "Welling's GCN)",
         minimum=0)
     optimizer: str = knob(
         "Adam",

@@ -96,12 +96,15 @@ class GraphTypes:
             out.append(index.get(partner, -1))
         return out
 
-    def with_reverses(self) -> tuple[GraphTypes, list[int]]:
+    def with_reverses(self, undirected: frozenset[int] = frozenset()) -> tuple[GraphTypes, list[int]]:
         """These types with each relation's reverse (``Relation.reverse``) added after the relations, except where
-        the graph has it already; and for each added relation, the index of the relation it reverses."""
+        the graph has it already or the relation is ``undirected`` (indices: relations within one node type that
+        carry both directions themselves); and for each added relation, the index of the relation it reverses."""
         have = set(self.relations)
         added, of = [], []
         for i, r in enumerate(self.relations):
+            if i in undirected:
+                continue
             if r.name.startswith(REVERSE_PREFIX) and r.reverse_of() in have:  # the reverse of one given
                 continue
             rev = r.reverse()

@@ -1,6 +1,7 @@
 """The trainers' optimiser and lr schedule come from torch.optim by the config's names: each optimiser and schedule
 the docs name trains, the schedule follows its closed form, a state saved mid-schedule continues exactly, and a
 wrong name or argument is refused naming its knob."""
+import argparse
 import io
 import math
 
@@ -8,7 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from sylvie.config import cli_arguments, section
+from sylvie.config import add_section_arguments, cli_arguments, section, section_from_args
 from sylvie.errors import SylvieError
 from sylvie.train.checkpoint import run_identity
 from sylvie.train.optimiser import Optimiser, check_optimiser
@@ -63,11 +64,16 @@ def test_each_setting_trains(name):
     assert history[-1][1] < 0.6 * history[0][1], history
 
 
-def test_default_is_torch_adam_with_the_old_defaults():
+def test_default_is_torch_adam_with_torchs_defaults_but_lr():
+    """Adam at lr 0.01, and torch.optim's own defaults otherwise: no weight decay, from a config and from the command
+    line alike (one default: the schema's)."""
     opt = Optimiser(_problem()[0].parameters(), section("train"))
     assert isinstance(opt.optimizer, torch.optim.Adam) and opt.schedule is None
     group = opt.optimizer.param_groups[0]
-    assert (group["lr"], group["weight_decay"], group["betas"], group["eps"]) == (0.01, 0.0005, (0.9, 0.999), 1e-8)
+    assert (group["lr"], group["weight_decay"], group["betas"], group["eps"]) == (0.01, 0.0, (0.9, 0.999), 1e-8)
+    parser = argparse.ArgumentParser()
+    add_section_arguments(parser, "train")
+    assert section_from_args(parser.parse_args([]), "train").weight_decay == section("train").weight_decay == 0.0
 
 
 def test_cosine_with_warm_up_follows_its_closed_form():

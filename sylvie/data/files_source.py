@@ -11,7 +11,7 @@ from sylvie.data.link_files import given, read_edge_split, with_link_pairs
 from sylvie.data.node_table import TABLE_KINDS, read_node_table
 from sylvie.data.own_graph import own_graph
 from sylvie.data.table_files import chunks, headers, num_rows
-from sylvie.data.typed_files import load_typed_files
+from sylvie.data.typed_files import load_typed_files, table_path
 
 
 def load_files(name: str, options) -> Graph:
@@ -35,7 +35,7 @@ def input_paths(options) -> dict[str, str]:
     """The files and folders the dataset is read from, by the key that gives each (``edges``,
     ``node_tables.paper``, ``relations[0].edges``)."""
     if options.node_tables:
-        return {**{f"node_tables.{t}": p for t, p in options.node_tables.items()},
+        return {**{f"node_tables.{t}": table_path(p) for t, p in options.node_tables.items()},
                 **{f"relations[{i}].edges": r["edges"] for i, r in enumerate(options.relations or ())}}
     return {k: getattr(options, k) for k in ("edges", "node_table", "features_file", "val_edges", "test_edges")
             if getattr(options, k)}
@@ -45,7 +45,7 @@ def count_nodes(options) -> int:
     """The node table's rows (from Parquet's or Arrow's metadata; a CSV is counted), before the graph is built; a
     typed graph's, of every type's table."""
     if options.node_tables:
-        return sum(_count_rows(path, f"node_tables.{t}") for t, path in options.node_tables.items())
+        return sum(_count_rows(table_path(p), f"node_tables.{t}") for t, p in options.node_tables.items())
     return _count_rows(options.node_table, "node_table")
 
 

@@ -215,13 +215,15 @@ class Graph:
         return h.hexdigest()
 
 
-def typed_edges(types: GraphTypes, src: list, dst: list, reverse: bool) -> tuple:
+def typed_edges(types: GraphTypes, src: list, dst: list, reverse: bool,
+                undirected: frozenset[int] = frozenset()) -> tuple:
     """(types, src, dst, relation) of a typed graph whose relation r has the edges ``src[r]`` -> ``dst[r]`` (global
     ids): the relations' edges concatenated with each edge's relation (int16); with ``reverse``, each relation's
-    reverse added (``GraphTypes.with_reverses``), its edges the other way."""
+    reverse added (``GraphTypes.with_reverses``), its edges the other way, but for the ``undirected`` relations
+    (which hold both directions already)."""
     src, dst = list(src), list(dst)
     if reverse:
-        types, of = types.with_reverses()
+        types, of = types.with_reverses(undirected)
         src, dst = src + [dst[r] for r in of], dst + [src[r] for r in of]
     relation = np.concatenate([np.full(len(s), r, np.int16) for r, s in enumerate(src)])
     return types, np.concatenate(src), np.concatenate(dst), relation

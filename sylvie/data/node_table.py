@@ -4,6 +4,7 @@ text. Every error names the file, the column and the first bad row."""
 from __future__ import annotations
 
 import fnmatch
+import logging
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +29,7 @@ from sylvie.errors import SylvieError
 from sylvie.formats.splits import SPLITS
 
 TABLE_KINDS = ("parquet", "arrow", "csv", "tsv")
+log = logging.getLogger(__name__)
 SPLIT_NAMES = {"train": 0, "val": 1, "valid": 1, "validation": 1, "test": 2}
 
 
@@ -93,8 +95,10 @@ def read_node_table(options, what: str = "node_table", node_type: str | None = N
     # the features: named columns, or every column a glob matches but the ids, labels and split (a typed graph's
     # type may have none)
     wanted = list(options.feature_columns)
-    if node_type is not None:
-        wanted = [w for w in wanted if any(fnmatch.fnmatchcase(n, w) for n in names)]
+    if node_type is not None:  # a type may have no features: the columns its table lacks are said, not refused
+        matched = [w for w in wanted if any(fnmatch.fnmatchcase(n, w) for n in names)]
+        _warn_unmatched(files[0], what, node_type, [w for w in wanted if w not in matched], bool(matched), names)
+        wanted = matched
     feature_columns = [] if features_file else _feature_columns(files, kind, names_of, wanted, roles, what)
     types = {} if kind not in ("csv", "tsv") else {  # CSV: as each column must be read, not as its first rows look
         **{c: pa.float64() for c in feature_columns}, **{c: pa.large_string() for c in others},
@@ -134,6 +138,19 @@ def read_node_table(options, what: str = "node_table", node_type: str | None = N
     if masks is not None:
         check_split(masks, labels, rows.name, options.label_column, split_columns, options.node_table)
     return NodeTable(keys=keys, features=matrix, labels=labels, class_names=class_names, masks=masks)
+
+
+def _warn_unmatched(path, what: str, node_type: str, unmatched: list[str], any_matched: bool,
+                    names: list[str]) -> None:
+    """A warning line naming a typed table's feature columns that match none of its columns, and, where none of
+    its feature columns matched, that its type will learn an embedding instead of features."""
+    if not unmatched:
+        return
+    shown = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
+    then = ("its other feature columns are read" if any_matched else
+            f"node type {node_type!r} has no features, and the models learn an embedding for it "
+            f"(model.embedding_width); give {what}: {{path: ..., feature_columns: []}} to say it has none")
+    log.warning(f"{path}: {what}: feature_columns {unmatched} match no column of the table (it has {shown}): {then}")
 
 
 def _roles(options, labelled: bool, split_columns: list[str], where: str) -> dict[str, str]:

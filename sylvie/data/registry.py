@@ -101,7 +101,12 @@ def _known_types(source: str, options, files_types):
         return None
     else:
         return False
-    return types.with_reverses()[0] if options.reverse_relations else types
+    if not options.reverse_relations:
+        return types
+    if files_types is not None:
+        from sylvie.data.typed_files import undirected_relations
+        return types.with_reverses(undirected_relations(options))[0]
+    return types.with_reverses()[0]
 
 
 def _check_edge_split(name: str, source: str, options, types) -> None:

@@ -1,11 +1,15 @@
 """``source: files`` for a typed graph: a node table per node type and an edge list per relation, in any format of a
-homogeneous graph's files (``table_files``). Node ids are looked up within their own type; only the target type
-carries labels and the split; a type without feature columns gets a learnt embedding. Edges are directed as given;
-``reverse_relations`` adds reverses.
+homogeneous graph's files (``table_files``). Each table and edge list may name its columns its own way (a node
+table's ``node_key`` and ``feature_columns``, a relation's ``edge_columns``), the dataset's knobs of those names
+standing in where it does not. Node ids are looked up within their own type; only the target type carries labels and
+the split; a type without feature columns gets a learnt embedding. A relation's edges are directed as given, and
+``reverse_relations`` adds its reverse; a relation within one node type declared ``directed: false`` holds both
+directions itself, and gets no reverse.
 """
 from __future__ import annotations
 
 import dataclasses
+import logging
 
 import numpy as np
 
@@ -16,9 +20,42 @@ from sylvie.data.own_graph import canonical_edges, random_split, warn_classes, w
 from sylvie.errors import SylvieError
 from sylvie.graph_types import GraphTypes, Relation
 
+log = logging.getLogger(__name__)
+
+# a relation within one node type taken as directed whose edges have their reverse edge this rarely is said to be
+# most likely one given once per pair, either way round (a citation list), with how to declare it undirected
+ONE_WAY_SHARE = 0.05
+
+
+def table_path(spec: str | dict) -> str:
+    """The file or folder of a ``node_tables`` entry (a path, or ``{path, node_key, feature_columns}``)."""
+    return spec["path"] if isinstance(spec, dict) else spec
+
+
+def table_options(options, node_type: str):
+    """The dataset's options as node type ``node_type``'s table reads them: its path as ``node_table``, and its
+    own ``node_key`` and ``feature_columns`` where its entry gives them."""
+    spec = options.node_tables[node_type]
+    own = {k: spec[k] for k in ("node_key", "feature_columns") if isinstance(spec, dict) and k in spec}
+    return dataclasses.replace(options, node_table=table_path(spec), **own)
+
+
+def relation_options(options, index: int):
+    """The dataset's options as relation ``index``'s edge list reads them: its file as ``edges``, and its own
+    ``edge_columns`` where it gives them."""
+    spec = options.relations[index]
+    return dataclasses.replace(options, edges=spec["edges"],
+                               edge_columns=list(spec.get("edge_columns", options.edge_columns)))
+
+
+def undirected_relations(options) -> frozenset[int]:
+    """The indices of the relations declared ``directed: false``."""
+    return frozenset(i for i, r in enumerate(options.relations or ()) if r.get("directed", True) is False)
+
 
 def typed_types(name: str, options) -> GraphTypes:
-    """The types a typed ``files`` dataset names, checked (an unknown type in a relation, no target, ...)."""
+    """The types a typed ``files`` dataset names, checked (an unknown type in a relation, no target, an undirected
+    relation between two types, ...)."""
     where = f"datasets.{name}"
     if not options.target:
         raise SylvieError(f"{where}: node_tables needs target, the node type that carries the labels and split "
@@ -26,37 +63,46 @@ def typed_types(name: str, options) -> GraphTypes:
     relations = tuple(Relation(r["src"], r["name"], r["dst"]) for r in options.relations or ())
     types = GraphTypes(tuple(options.node_tables), relations, options.target)
     types.check(f"{where}: relations")
+    for i in sorted(undirected_relations(options)):
+        r = relations[i]
+        if r.src != r.dst:
+            raise SylvieError(f"{where}.relations[{i}] ({r.src}:{r.name}:{r.dst}): directed false joins nodes of one "
+                              f"type both ways; between {r.src} and {r.dst}, the reverse relation (rev-{r.name}, "
+                              f"which reverse_relations adds) already carries the other direction: drop directed")
     return types
 
 
 def load_typed_files(name: str, options) -> Graph:
     types = typed_types(name, options)
-    tables: dict[str, NodeTable] = {}
-    for t, path in options.node_tables.items():
-        tables[t] = read_node_table(dataclasses.replace(options, node_table=path), f"node_tables.{t}", t, types.target)
+    tables: dict[str, NodeTable] = {t: read_node_table(table_options(options, t), f"node_tables.{t}", t, types.target)
+                                    for t in options.node_tables}
     counts = tuple(tables[t].num_nodes for t in types.node_types)
     offsets = dict(zip(types.node_types, np.concatenate([[0], np.cumsum(counts)]).tolist(), strict=False))
+    undirected = undirected_relations(options)
     src, dst = [], []
     for r, (relation, spec) in enumerate(zip(types.relations, options.relations, strict=True)):
         s, d = tables[relation.src], tables[relation.dst]
-        rows = read_edge_rows(dataclasses.replace(options, edges=spec["edges"]), s.keys, s.num_nodes,
+        rows = read_edge_rows(relation_options(options, r), s.keys, s.num_nodes,
                               dst=(d.keys, d.num_nodes, relation.dst), what=f"relations[{r}].edges",
                               src_type=relation.src)
-        if relation.src == relation.dst:  # repeats and self-loops dropped
-            a, b, done = canonical_edges(rows.src, rows.dst, s.num_nodes, directed=True)
+        if relation.src == relation.dst:  # repeats and self-loops dropped; undirected: both directions, once
+            a, b, done = canonical_edges(rows.src, rows.dst, s.num_nodes, directed=r not in undirected)
             warn_edges(spec["edges"], rows.src.shape[0], done["self_loops_removed"], relation.name)
+            if r not in undirected and "directed" not in spec:
+                _warn_one_way(spec["edges"], r, relation, a, b, s.num_nodes)
         else:  # repeats dropped
             warn_edges(spec["edges"], rows.src.shape[0], 0, relation.name)
             keys = np.unique(rows.src * d.num_nodes + rows.dst)
             a, b = keys // d.num_nodes, keys % d.num_nodes
         src.append(a + offsets[relation.src])
         dst.append(b + offsets[relation.dst])
-    types, src, dst, relation = typed_edges(types, src, dst, options.reverse_relations)
+    types, src, dst, relation = typed_edges(types, src, dst, options.reverse_relations, undirected)
     target = tables[types.target]
     n = sum(counts)
     first = offsets[types.target]
+    target_path = table_path(options.node_tables[types.target])
     if not (target.labels >= 0).any():
-        raise SylvieError(f"{options.node_tables[types.target]}: node_tables.{types.target}: no node has a label "
+        raise SylvieError(f"{target_path}: node_tables.{types.target}: no node has a label "
                           f"(column '{options.label_column}'); the target type needs labelled nodes")
     masks = target.masks or random_split(target.labels, options.train_fraction, options.val_fraction, options.seed)
     labels = np.full(n, -1, np.int64)
@@ -66,21 +112,40 @@ def load_typed_files(name: str, options) -> Graph:
         full[split] = np.zeros(n, dtype=bool)
         full[split][first:first + target.num_nodes] = m
     num_classes = len(target.class_names) if target.class_names is not None else int(target.labels.max()) + 1
-    warn_classes(f"{options.node_tables[types.target]}: column '{options.label_column}'", target.labels, num_classes,
+    warn_classes(f"{target_path}: column '{options.label_column}'", target.labels, num_classes,
                  masks["train"], target.class_names)
     extra = {"class_names": target.class_names} if target.class_names is not None else {}
     if types.homogeneous:  # one type, one relation: the homogeneous graph it is, features and all
         return Graph(name=name, src=src, dst=dst, features=target.features, labels=labels,
                      train_mask=full["train"], val_mask=full["val"], test_mask=full["test"], num_classes=num_classes,
-                     info={"node_tables": {t: str(p) for t, p in options.node_tables.items()}, **extra},
+                     info={"node_tables": {t: str(table_path(p)) for t, p in options.node_tables.items()}, **extra},
                      node_keys=target.keys)
     return Graph(
         name=name, src=src, dst=dst, features=np.empty((n, 0), np.float32),
         labels=labels, train_mask=full["train"], val_mask=full["val"], test_mask=full["test"],
         num_classes=num_classes,
-        info={"node_tables": {t: str(p) for t, p in options.node_tables.items()},
+        info={"node_tables": {t: str(table_path(p)) for t, p in options.node_tables.items()},
               "relations": [{**r, "edges": str(r["edges"])} for r in options.relations],
               "reverse_relations": options.reverse_relations, **extra},
         node_keys=target.keys, types=types, type_counts=counts, relation=relation,
         type_features=tuple(None if tables[t].features.shape[1] == 0 else tables[t].features
                             for t in types.node_types))
+
+
+def _warn_one_way(edges: str, index: int, relation: Relation, src: np.ndarray, dst: np.ndarray, n: int) -> None:
+    """A warning line where a relation within one node type, taken as directed (``directed`` not given), has its
+    reverse edge for almost none of its edges: most likely each pair given once, in whatever order the export
+    produced, which as a directed relation sends a node's neighbours through two weights by that order alone."""
+    m = src.shape[0]
+    if m == 0:
+        return
+    keys = np.sort(src * n + dst)
+    back = dst * n + src
+    at = np.minimum(np.searchsorted(keys, back), m - 1)
+    share = float(np.count_nonzero(keys[at] == back)) / m
+    if share < ONE_WAY_SHARE:
+        log.warning(f"{edges}: relations[{index}] ({relation.src}:{relation.name}:{relation.dst}): {share:.1%} of its "
+                    f"{m:,} edges have their reverse edge, and it is taken as directed (src -> dst as given; its "
+                    f"reverse, rev-{relation.name}, a relation of its own). If each pair is listed once in no "
+                    f"particular order (an undirected relation), declare it directed: false; if the direction means "
+                    f"something (who cites whom), declare directed: true to silence this line")

@@ -70,3 +70,40 @@ def write_files(mag, root):
     write_files.orders = orders  # row i of type t's table is node orders[t][i] of the type
     return {"source": "files", "node_tables": tables, "relations": relations, "target": "paper", "node_key": "id",
             "split_column": "split"}
+
+
+def write_papers_and_words(cora, root, cites_both_ways: bool = False) -> dict:
+    """Cora as a user exports it as papers and words: papers.parquet keyed ``paper`` (ids "p<i>", rows shuffled) with
+    the feature list ``feat``, ``label`` and ``split``; words.csv keyed ``word`` ("w<j>"), no features; cites.csv
+    with ``citing,cited``, each citation once in an arbitrary direction (both directions with ``cites_both_ways``);
+    has_word.csv with ``paper,word``, a paper's nonzero feature columns. The options that read them, each table and
+    relation with its own columns, cites declared undirected."""
+    root.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    n, x = cora.num_nodes, cora.features
+    papers, words = np.array([f"p{i}" for i in range(n)]), np.array([f"w{j}" for j in range(x.shape[1])])
+    order = rng.permutation(n)
+    split = np.select([cora.train_mask, cora.val_mask, cora.test_mask], [0, 1, 2], 3)[order]
+    pq.write_table(pa.table({
+        "paper": papers[order], "feat": pa.FixedSizeListArray.from_arrays(pa.array(x[order].reshape(-1)), x.shape[1]),
+        "label": cora.labels[order], "split": pa.array([None if s == 3 else SPLIT_NAMES[s] for s in split])}),
+        root / "papers.parquet")
+    pacsv.write_csv(pa.table({"word": words[rng.permutation(len(words))]}), root / "words.csv")
+    if cites_both_ways:
+        a, b = cora.src, cora.dst
+    else:
+        once = cora.src < cora.dst
+        u, v = cora.src[once], cora.dst[once]
+        flip = rng.random(u.shape[0]) < 0.5
+        a, b = np.where(flip, v, u), np.where(flip, u, v)
+    pacsv.write_csv(pa.table({"citing": papers[a], "cited": papers[b]}), root / "cites.csv")
+    rows, cols = np.nonzero(x)
+    pacsv.write_csv(pa.table({"paper": papers[rows], "word": words[cols]}), root / "has_word.csv")
+    return {"source": "files", "target": "paper", "split_column": "split",
+            "node_tables": {"paper": {"path": str(root / "papers.parquet"), "node_key": "paper",
+                                      "feature_columns": ["feat"]},
+                            "word": {"path": str(root / "words.csv"), "node_key": "word", "feature_columns": []}},
+            "relations": [{"src": "paper", "name": "cites", "dst": "paper", "edges": str(root / "cites.csv"),
+                           "edge_columns": ["citing", "cited"], "directed": False},
+                          {"src": "paper", "name": "has_word", "dst": "word", "edges": str(root / "has_word.csv"),
+                           "edge_columns": ["paper", "word"]}]}
