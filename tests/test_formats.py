@@ -218,3 +218,40 @@ def test_a_partition_manifest_of_another_version_or_edited_is_named(tmp_path):
     path.write_text(json.dumps(m))
     with pytest.raises(SylvieError, match=re.escape(f"{path}: id_bits 16, expected 32 or 64")):
         read_manifest(tmp_path)
+
+
+# ---- the canonical graph's meta.json ----------------------------------------------------------------------------
+
+def _restamped(path: Path, **changes) -> None:
+    """A hand edit of a JSON file that restamps its checksum (a field changed to None is removed)."""
+    from sylvie.formats.checksum import with_checksum
+
+    d = {k: v for k, v in {**json.loads(path.read_text()), **changes}.items() if k != "checksum"}
+    path.write_text(json.dumps(with_checksum({k: v for k, v in d.items() if v is not None})))
+
+
+@pytest.mark.parametrize("version", [0, 2, 99, "1", 1.5])
+def test_a_canonical_graph_of_another_version_is_refused(cora_dir, tmp_path, version):
+    """As every other format: a version this sylvie does not read is one line naming the file and the version,
+    even where the checksum was restamped."""
+    import shutil
+
+    from sylvie.data.graph import load_graph
+
+    g = tmp_path / "cora"
+    shutil.copytree(cora_dir, g)
+    _restamped(g / "meta.json", format_version=version)
+    with pytest.raises(SylvieError, match=re.escape(f"{g / 'meta.json'}: format_version {version!r}, this sylvie "
+                                                    f"reads 1; the graph was written by another version")):
+        load_graph(g)
+
+
+def test_a_canonical_graph_written_before_the_version_reads_as_version_1(cora_dir, tmp_path):
+    import shutil
+
+    from sylvie.data.graph import load_graph
+
+    g = tmp_path / "cora"
+    shutil.copytree(cora_dir, g)
+    _restamped(g / "meta.json", format_version=None)
+    assert load_graph(g).num_nodes == load_graph(cora_dir).num_nodes

@@ -435,7 +435,12 @@ def load_meta(directory: str | Path) -> dict:
         if not isinstance(meta[key], typ) or isinstance(meta[key], bool):
             raise SylvieError(f"{path}: field '{key}' is {meta[key]!r}, not a{'n' if typ is int else ''} "
                               f"{typ.__name__}; the file was edited: rerun `sylvie download`")
-    return checked(meta, path, "sylvie download", "rerun `sylvie download`", "a dataset's meta.json")
+    meta = checked(meta, path, "sylvie download", "rerun `sylvie download`", "a dataset's meta.json")
+    version = meta.get("format_version", 1)  # written before the version was recorded: version 1
+    if version != FORMAT_VERSION:
+        raise SylvieError(f"{path}: format_version {version!r}, this sylvie reads {FORMAT_VERSION}; the graph was "
+                          f"written by another version of sylvie: rerun `sylvie download` with this one")
+    return meta
 
 
 def load_graph(directory: str | Path, features: bool = True) -> Graph:
