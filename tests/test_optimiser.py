@@ -129,6 +129,7 @@ def test_a_checkpoint_of_before_schedules_loads():
     ({"optimizer": "Optimizer"}, "train.optimizer 'Optimizer'"),
     ({"optimizer": "SGD", "optimizer_args": {"betas": [0.9, 0.99]}}, "train.optimizer_args"),
     ({"optimizer_args": {"betas": [0.9, 2.0]}}, "train.optimizer_args"),
+    ({"optimizer": "Rprop", "weight_decay": 0.01}, "train.weight_decay 0.01: train.optimizer Rprop takes no weight"),
     ({"lr_schedule": "Cosine"}, "train.lr_schedule 'Cosine': not a schedule"),
     ({"lr_schedule": "ReduceLROnPlateau"}, "train.lr_schedule 'ReduceLROnPlateau'"),
     ({"lr_schedule": "StepLR"}, "train.lr_schedule_args"),  # step_size is required
@@ -137,6 +138,32 @@ def test_a_checkpoint_of_before_schedules_loads():
 def test_bad_settings_name_their_knob(values, knob):
     with pytest.raises(SylvieError, match=knob.replace("(", r"\(").replace(")", r"\)")):
         check_optimiser(section("train", values))
+
+
+@pytest.mark.parametrize(("knob", "name", "why"), [
+    ("lr_schedule", "_LRScheduler", "not a schedule"), ("lr_schedule", "LRScheduler", "not a schedule"),
+    ("lr_schedule", "LambdaLR", "a Python function"), ("lr_schedule", "MultiplicativeLR", "a Python function"),
+    ("lr_schedule", "SequentialLR", "schedule objects"), ("lr_schedule", "ChainedScheduler", "schedule objects"),
+    ("lr_schedule", "ReduceLROnPlateau", "steps on a metric"),
+    ("optimizer", "LBFGS", "closure"), ("optimizer", "SparseAdam", "sparse gradients"), ("optimizer", "Muon", "2-D"),
+])
+def test_the_choices_offered_are_what_a_config_can_build(knob, name, why):
+    """A class torch has but a config cannot build (or the trainers cannot step) is refused saying why, and no
+    refusal offers it; every choice offered builds and steps from a config."""
+    with pytest.raises(SylvieError) as e:
+        check_optimiser(section("train", {knob: name}))
+    line = str(e.value)
+    assert line.startswith(f"train.{knob} {name!r}: ") and why in line, line
+    offered = line.split("choose one of ")[1].split(", ")
+    assert name not in offered and not any(o.startswith("_") for o in offered)
+    for choice in offered:  # each builds and takes an epoch's step on a model with biases
+        args = {"OneCycleLR": {"max_lr": 0.1, "total_steps": 10}, "CyclicLR": {"base_lr": 0.001, "max_lr": 0.1},
+                "StepLR": {"step_size": 2}, "MultiStepLR": {"milestones": [2]}, "ExponentialLR": {"gamma": 0.9},
+                "CosineAnnealingWarmRestarts": {"T_0": 2}}.get(choice, {})
+        train = section("train", {knob: choice, **({"lr_schedule_args": args} if knob == "lr_schedule" else {})})
+        check_optimiser(train)
+        model, x, y = _problem()
+        _epochs(model, Optimiser(model.parameters(), train), x, y, 2, steps=1)
 
 
 def test_object_knobs_round_trip_through_flags():

@@ -19,28 +19,46 @@ from sylvie.errors import SylvieError
 _LENGTH_ARGUMENT = {"CosineAnnealingLR": "T_max", "PolynomialLR": "total_iters", "LinearLR": "total_iters"}
 
 
-def _named_class(module, base: type, excluded: tuple, name: str, knob: str, what: str) -> type:
-    """The class ``name`` of ``module``: a subclass of ``base`` other than ``excluded``; else an error naming
-    ``knob`` and every name it could be."""
-    def usable(c) -> bool:
-        return inspect.isclass(c) and issubclass(c, base) and c is not base and c not in excluded
+# What torch names but a config cannot build or the trainers cannot step, by name, with the reason a refusal gives;
+# the choices an error lists leave them out, as they leave out the base classes and names starting with "_".
+_NOT_FROM_A_CONFIG = {
+    "train.optimizer": {
+        "LBFGS": "its step takes a closure that recomputes the loss, which the trainers' one step does not give",
+        "SparseAdam": "it takes sparse gradients only, and the models' are dense",
+        "Muon": "it takes 2-D weights only, and every model has biases"},
+    "train.lr_schedule": {
+        "LambdaLR": "it takes a Python function (lr_lambda), which a config can only give as text",
+        "MultiplicativeLR": "it takes a Python function (lr_lambda), which a config can only give as text",
+        "SequentialLR": "it takes schedule objects; warmup_epochs gives the one sequence a config needs",
+        "ChainedScheduler": "it takes schedule objects, which a config cannot give",
+        "ReduceLROnPlateau": "it steps on a metric, not once per epoch"},
+}
+
+
+def _named_class(module, base: type, name: str, knob: str, what: str) -> type:
+    """The class ``name`` of ``module``: a public subclass of ``base`` that a config can build; else an error naming
+    ``knob``, why where torch has it, and every name it could be."""
+    refused = _NOT_FROM_A_CONFIG[knob]
+
+    def usable(n: str, c) -> bool:
+        return (inspect.isclass(c) and issubclass(c, base) and c is not base and not n.startswith("_")
+                and n not in refused and not (inspect.isabstract(c) or c.__dict__.get("__abstractmethods__")))
 
     cls = getattr(module, name, None)
-    if not usable(cls):
-        known = sorted(n for n, c in vars(module).items() if usable(c))
-        raise SylvieError(f"{knob} {name!r}: not {what}; choose one of {', '.join(known)}")
+    if not usable(name, cls):
+        known = sorted(n for n, c in vars(module).items() if usable(n, c))
+        why = f"{refused[name]}" if name in refused else f"not {what}"
+        raise SylvieError(f"{knob} {name!r}: {why}; choose one of {', '.join(known)}")
     return cls
 
 
 def _optimiser_class(name: str) -> type:
-    return _named_class(torch.optim, torch.optim.Optimizer, (), name, "train.optimizer",
-                        "an optimiser of torch.optim")
+    return _named_class(torch.optim, torch.optim.Optimizer, name, "train.optimizer", "an optimiser of torch.optim")
 
 
 def _schedule_class(name: str) -> type:
     sched = torch.optim.lr_scheduler
-    return _named_class(sched, sched.LRScheduler, (sched.SequentialLR, sched.ChainedScheduler,
-                                                   sched.ReduceLROnPlateau), name, "train.lr_schedule",
+    return _named_class(sched, sched.LRScheduler, name, "train.lr_schedule",
                         "a schedule of torch.optim.lr_scheduler stepped once per epoch (or null for a constant lr)")
 
 
@@ -60,6 +78,10 @@ class Optimiser:
         self.train = train
         cls = _optimiser_class(train.optimizer)
         args = {"lr": train.lr, "weight_decay": train.weight_decay, **(train.optimizer_args or {})}
+        if "weight_decay" not in inspect.signature(cls).parameters:  # Rprop: no weight decay to give
+            if args.pop("weight_decay"):
+                raise SylvieError(f"train.weight_decay {train.weight_decay:g}: train.optimizer {train.optimizer} "
+                                  f"takes no weight decay; set train.weight_decay 0")
         try:
             self.optimizer = cls(params, **args)
         except (TypeError, ValueError) as e:
