@@ -73,7 +73,7 @@ def _vip(args) -> None:
         raise SylvieError(f"{flags}: settings of link prediction's minibatches, which a node-classification analysis "
                           f"(--task node, the default) ignores; add --task link or drop {flags}")
     out = write_vip(args.partition, args.out, section_from_args(args, "sampling", skip=("prefetch", "remote_bits")),
-                    progress=args.progress and sys.stderr.isatty(), link=link)
+                    progress=args.progress, link=link)
     expected = ", ".join(f"{p['expected_sampled']:,.0f}" for p in out["parts"])
     log.info(f"VIP of {len(out['parts'])} parts (fanouts {out['fanouts']}, batch {out['batch_size']}): expected "
              f"vertices sampled per minibatch {expected} -> {args.out}")

@@ -1,6 +1,7 @@
 """Where sylvie's messages go. Modules log to ``logging.getLogger(__name__)``; the commands call ``configure`` once:
 one handler writing each message as a line on stderr through ``tqdm.write``, so a progress bar is not torn. INFO by
-default, WARNING with ``--quiet``, DEBUG with ``--verbose``. As a library, sylvie adds no handler.
+default, WARNING with ``--quiet``, DEBUG with ``--verbose``. As a library, sylvie adds no handler. A progress bar
+shows only where ``show_progress`` says: on a terminal, and not under ``--quiet``.
 """
 from __future__ import annotations
 
@@ -35,3 +36,9 @@ def configure(verbosity: str = "normal") -> None:
         handler.setFormatter(logging.Formatter("%(message)s"))
         logger.addHandler(handler)
     logger.setLevel(LEVELS[verbosity])
+
+
+def show_progress(wanted: bool = True) -> bool:
+    """Whether a stage draws a progress bar: where it is ``wanted`` (its ``--progress``), stderr is a terminal (a
+    log file gets the lines, not a bar redrawn in it) and the messages are not quieted (``--quiet``)."""
+    return wanted and sys.stderr.isatty() and logging.getLogger(ROOT).getEffectiveLevel() <= logging.INFO

@@ -16,6 +16,7 @@ from sylvie.data.graph import Graph, degrees
 from sylvie.errors import SylvieError
 from sylvie.formats.link_pairs import copy_link_pairs
 from sylvie.formats.partition_manifest import write_manifest
+from sylvie.log import show_progress
 from sylvie.output_dir import PARTITION
 from sylvie.partition.part_edges import PartEdges, part_edges
 from sylvie.partition.renumbered_csr import in_sources_in_new_order
@@ -174,7 +175,7 @@ def write_shards(graph: Graph, assign: np.ndarray, out_dir: str | Path, method: 
         most_edges = int(np.bincount(assign, weights=in_deg, minlength=parts).max())  # a part's edges: its in-degrees
         most_nodes = int(counts.max())
         buffers = []
-        for k in tqdm(range(parts), desc="shards", unit="part", disable=not progress):
+        for k in tqdm(range(parts), desc="shards", unit="part", disable=not show_progress(progress)):
             if k < 2:
                 buffers.append(((np.empty(most_edges, np.int64), np.empty(most_edges, np.int64)),
                                 np.empty((0 if graph.typed else most_nodes, graph.features.shape[1]),

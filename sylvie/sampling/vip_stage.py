@@ -15,6 +15,7 @@ from sylvie.errors import SylvieError
 from sylvie.formats.link_pairs import TRAIN, has_link_pairs, read_link_pairs
 from sylvie.formats.partition_manifest import read_manifest
 from sylvie.formats.vip_file import minibatch_seeds, write_vip_analysis
+from sylvie.log import show_progress
 from sylvie.output_dir import VIP, check_replaceable
 from sylvie.partition.shard_format import Topology
 from sylvie.partition.shard_reader import read_shard, read_topology
@@ -45,7 +46,7 @@ def write_vip(partition_dir: str | Path, out_dir: str | Path, sampling, progress
     iterations = iterations_per_epoch([len(t) for t in trains], sampling.batch_size)
 
     def vip_of_each_part():
-        for k in tqdm(range(parts), desc="vip", unit="part", disable=not progress):
+        for k in tqdm(range(parts), desc="vip", unit="part", disable=not show_progress(progress)):
             batch = len(trains[k]) / iterations
             if link is None:
                 vip = vertex_inclusion_probability(topo.in_indptr, topo.in_src, trains[k], batch, fanouts,

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import math
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +25,7 @@ from sylvie.formats.epoch_record import EpochRecord, write_metrics
 from sylvie.formats.model_file import BY_LAST_EPOCH, BY_VALIDATION
 from sylvie.formats.model_file import FILE as MODEL_FILE
 from sylvie.formats.run_failure import RunFailure, write_run_failure
+from sylvie.log import show_progress
 from sylvie.train.checkpoint import load_checkpoint, save_checkpoint
 from sylvie.train.protocol import Trainer
 from sylvie.train.step import TrainingDiverged, check_divergence
@@ -95,7 +95,7 @@ class EpochLoop:
     def __iter__(self) -> Iterator[int]:
         """The epochs left to train, behind a progress bar on rank 0's terminal."""
         epochs = self.train.epochs
-        show_bar = self.rank == 0 and self.train.progress and sys.stderr.isatty()
+        show_bar = self.rank == 0 and show_progress(self.train.progress)
         yield from tqdm(range(self.start, epochs), initial=self.start, total=epochs, desc="train", unit="epoch",
                         disable=not show_bar)
 
