@@ -14,6 +14,7 @@ import numpy as np
 
 from sylvie.data.graph import Graph, edges_of_keys, remove_self_loops, typed_edges, undirected_keys
 from sylvie.errors import SylvieError
+from sylvie.extras import needs
 from sylvie.graph_types import GraphTypes, Relation
 
 log = logging.getLogger(__name__)
@@ -27,8 +28,8 @@ SYMMETRIZE = {"ogbn-arxiv": True, "ogbn-products": False, "ogbn-papers100M": Tru
 
 
 def _meta_info(name: str, root: Path, mirror: str | None) -> dict:
-    import ogb
-    import pandas as pd
+    ogb = needs("ogb", f"sylvie download {name}")
+    pd = needs("pandas", f"sylvie download {name}")
 
     task = "linkproppred" if name in LINK_NAMES else "nodeproppred"
     master = pd.read_csv(Path(ogb.__file__).parent / task / "master.csv", index_col=0, keep_default_na=False)

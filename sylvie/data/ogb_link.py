@@ -19,6 +19,7 @@ import numpy as np
 from sylvie.data.graph import Graph, edges_of_keys, undirected_keys
 from sylvie.data.ogb import LINK_NAMES, _fetch, _meta_info
 from sylvie.errors import SylvieError, one_line
+from sylvie.extras import needs
 from sylvie.formats.link_pairs import TEST, TRAIN, VAL, LinkPairs
 
 log = logging.getLogger(__name__)
@@ -37,7 +38,8 @@ FIELDS = {
 def _extract(root: Path, meta: dict) -> Path:
     """The dataset's folder under ``root``, OGB's archive downloaded and extracted into it first where it is not
     there yet (a folder is complete once it holds ``RELEASE_v<version>.txt``, as ogb decides)."""
-    from ogb.utils.url import download_url, extract_zip
+    url = needs("ogb.utils.url", f"sylvie download {meta['dir_path'].replace('_', '-')}")
+    download_url, extract_zip = url.download_url, url.extract_zip
 
     folder = root / meta["dir_path"]
     if (folder / f"RELEASE_v{meta['version']}.txt").is_file():

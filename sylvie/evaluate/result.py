@@ -10,6 +10,7 @@ import numpy as np
 
 from sylvie.data.input_files import check_entry
 from sylvie.errors import SylvieError
+from sylvie.extras import needs
 from sylvie.formats import eval_result, pair_scores
 from sylvie.formats import predictions as predictions_file
 from sylvie.formats.eval_result import EvalResult, link_accuracies, write_eval_result
@@ -76,9 +77,9 @@ def accuracy(dataset: str, labels: np.ndarray, pred: np.ndarray) -> float:
     if labels.shape[0] == 0:
         return float("nan")
     if dataset.startswith("ogbn-"):
-        from ogb.nodeproppred import Evaluator
+        evaluator = needs("ogb.nodeproppred", f"evaluating {dataset} (OGB's Evaluator)").Evaluator
 
-        return float(Evaluator(dataset).eval({"y_true": labels[:, None], "y_pred": pred[:, None]})["acc"])
+        return float(evaluator(dataset).eval({"y_true": labels[:, None], "y_pred": pred[:, None]})["acc"])
     return float((labels == pred).mean())
 
 
@@ -104,9 +105,7 @@ def link_metrics(dataset: str, pos, neg, shared: bool) -> dict[str, float]:
     pos, neg = torch.as_tensor(pos), torch.as_tensor(neg)
     metrics = shared_negative_metrics(pos, neg) if shared else ranking_metrics(pos, neg)
     if dataset.startswith("ogbl-") and pos.shape[0]:
-        from ogb.linkproppred import Evaluator
-
-        official = Evaluator(dataset)
+        official = needs("ogb.linkproppred", f"evaluating {dataset} (OGB's Evaluator)").Evaluator(dataset)
         if shared:
             got = official.eval({"y_pred_pos": pos, "y_pred_neg": neg})
             metrics.update({k: float(v) for k, v in got.items() if k in metrics})

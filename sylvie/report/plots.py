@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+from sylvie.extras import needs
 
+matplotlib = needs("matplotlib", "sylvie report (its plots)")
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402

@@ -9,6 +9,7 @@ import logging
 import math
 from pathlib import Path
 
+from sylvie.extras import install_hint
 from sylvie.formats.epoch_record import EpochRecord
 
 log = logging.getLogger(__name__)
@@ -32,7 +33,7 @@ class TensorBoardMetrics:
             from torch.utils.tensorboard import SummaryWriter
         except ImportError as e:
             log.warning(f"train.tensorboard: TensorBoard is not installed ({e}); the metrics go to metrics.jsonl "
-                        f"only. Install it with: pip install 'sylvie[tensorboard]' (or pip install tensorboard)")
+                        f"only. Install it with: {install_hint('tensorboard')}")
             self._writer_class = None
         else:
             self._writer_class = SummaryWriter
