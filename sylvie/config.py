@@ -361,29 +361,49 @@ def top_level_properties(name: str) -> dict:
 
 # ---- CLI flags from the schema -------------------------------------------------------------------
 
-def _json_object(text: str) -> dict:
-    """An object knob's flag: a JSON object (``--optimizer-args '{"momentum": 0.9}'``)."""
-    try:
-        value = json.loads(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(f"not JSON ({e}): give an object, e.g. '{{\"momentum\": 0.9}}'") from None
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(f"{text!r} is a JSON {type(value).__name__}, not an object ({{...}})")
-    return value
+def _json_object_for(spec: dict):
+    """The type of an object knob's flag (or of an object item's): a JSON object, a malformed one refused with the
+    knob's own example (the schema's ``examples``)."""
+    example = json.dumps((spec.get("examples") or [{}])[0])
+
+    def json_object(text: str) -> dict:
+        try:
+            value = json.loads(text)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(f"not JSON ({e}): give an object, e.g. '{example}'") from None
+        if not isinstance(value, dict):
+            raise argparse.ArgumentTypeError(f"{text!r} is a JSON {type(value).__name__}, not an object, e.g. "
+                                             f"'{example}'")
+        return value
+
+    return json_object
 
 
-def _integer_or_object(text: str) -> int | dict:
-    """An item that is a number or a JSON object (``--fanouts 15 '{"cites": 10, "writes": 5}' 5``)."""
-    return _json_object(text) if text.lstrip().startswith("{") else int(text)
+_TYPES = {"integer": int, "number": float, "string": str}
 
 
-_TYPES = {"integer": int, "number": float, "string": str, "object": _json_object}
-
-
-def _item_type(items: dict):
-    kinds = items.get("type") or [k["type"] for k in items.get("oneOf", [])]
+def _flag_type(spec: dict):
+    """The argparse type of a knob (or item) of this schema node: a JSON object for an object, an integer or a
+    JSON object where it may be either (``--fanouts 15 '{"cites": 10, "writes": 5}' 5``)."""
+    kinds = spec.get("type") or [k["type"] for k in spec.get("oneOf", [])]
     kinds = kinds if isinstance(kinds, list) else [kinds]
-    return _integer_or_object if sorted(kinds) == ["integer", "object"] else _TYPES[kinds[0]]
+    kinds = [k for k in kinds if k != "null"]
+    if sorted(kinds) == ["integer", "object"]:
+        objects = _json_object_for(next(k for k in spec["oneOf"] if k["type"] == "object"))
+
+        example = json.dumps(next(k for k in spec["oneOf"] if k["type"] == "object")["examples"][0])
+
+        def integer_or_object(text: str) -> int | dict:
+            if text.lstrip().startswith("{"):
+                return objects(text)
+            try:
+                return int(text)
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"{text!r} is neither an integer nor a JSON object, e.g. 10 or "
+                                                 f"'{example}'") from None
+
+        return integer_or_object
+    return _json_object_for(spec) if kinds[0] == "object" else _TYPES[kinds[0]]
 
 
 _GIVEN = "_given_flags"  # attribute of the parsed arguments: dest -> the option string the user wrote
@@ -431,11 +451,11 @@ def add_section_arguments(parser: argparse.ArgumentParser, section: str, skip: t
         if kind == "boolean":
             group.add_argument(flag, action=_BooleanOptional, **kwargs)
         elif kind == "array":  # e.g. --fanouts 15 10 5
-            group.add_argument(flag, action=_Store, type=_item_type(spec["items"]), nargs="+",
+            group.add_argument(flag, action=_Store, type=_flag_type(spec["items"]), nargs="+",
                                metavar=key.upper(), **kwargs)
         else:
             metavar = None if "enum" in spec else key.upper()  # choices show themselves
-            group.add_argument(flag, action=_Store, type=_TYPES[kind], choices=spec.get("enum"), metavar=metavar,
+            group.add_argument(flag, action=_Store, type=_flag_type(spec), choices=spec.get("enum"), metavar=metavar,
                                **kwargs)
 
 

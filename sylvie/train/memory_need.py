@@ -19,9 +19,15 @@ def parameter_count(model, in_feats: int, num_classes: int, manifest: dict | Non
     """The parameters of the model the config's ``model`` section builds, counted without allocating them, on
     ``rank`` of the partition of ``manifest`` (its rows of the embedding tables; no manifest: a homogeneous graph of
     ``in_feats`` features)."""
+    return sum(parameter_parts(model, in_feats, num_classes, manifest, rank))
+
+
+def parameter_parts(model, in_feats: int, num_classes: int, manifest: dict | None = None,
+                    rank: int = 0) -> tuple[int, int]:
+    """``parameter_count``'s two terms: (the layers' weights, the rank's rows of the learnt embedding tables)."""
     if manifest is None:
         with torch.device("meta"):
-            return sum(p.numel() for p in build_model(model, in_feats, num_classes).parameters())
+            return sum(p.numel() for p in build_model(model, in_feats, num_classes).parameters()), 0
     layout = graph_layout(manifest)
     widths = layout["feature_widths"]
     with torch.device("meta"):
@@ -30,8 +36,8 @@ def parameter_count(model, in_feats: int, num_classes: int, manifest: dict | Non
     part = manifest["parts"][min(rank, len(manifest["parts"]) - 1)]
     rows = part.get("type_counts", [part["inner_nodes"]])
     width = model.embedding_width or max([w for w in widths if w is not None] or [model.hidden])
-    return sum(p.numel() for p in typed.parameters()) + sum(r for r, w in zip(rows, widths, strict=True)
-                                                            if w is None) * width
+    learnt = sum(r for r, w in zip(rows, widths, strict=True) if w is None)
+    return sum(p.numel() for p in typed.parameters()), learnt * width
 
 
 def output_bytes(model, in_feats: int, num_classes: int, rows: int) -> int:
@@ -55,7 +61,11 @@ def check_training_fits(model, manifest: dict, rank: int, sampled: bool, device:
     outputs = output_bytes(model, in_feats, classes, rows)
     layers = f" and {rows:,} rows' layer outputs ({gigabytes(outputs)})" if rows else ""
     check_fits(outputs * sharing, f"{what}, its {rows:,} rows' layer outputs{on}", advice, available, where)
-    params = parameter_count(model, in_feats, classes, manifest, rank) * 4 * 4
+    weights, embeddings = parameter_parts(model, in_feats, classes, manifest, rank)
+    params = (weights + embeddings) * 4 * 4
+    if embeddings > weights:  # the remedy names the knob of the larger term
+        advice = (f"lower model.embedding_width (the learnt embeddings of the node types without features: "
+                  f"{embeddings:,} values on this rank), or cut the graph into more parts over more machines")
     check_fits((params + outputs) * sharing,
                f"{what}, its parameters and optimiser state ({gigabytes(params)}){layers}{on}", advice, available,
                where)
