@@ -146,3 +146,23 @@ def test_an_edge_split_of_an_undirected_relation_holds_each_pair_out_both_ways(e
     for a, b in zip(link.src[held].tolist(), link.dst[held].tolist(), strict=True):
         assert (a, b) not in cites and (b, a) not in cites
     assert all((b, a) in cites for a, b in cites)  # what stays is still both ways
+
+
+@pytest.mark.parametrize("ends", [("paper", "paper"), ("word", "paper"), ("paper", "word")])
+def test_a_given_relation_named_as_a_generated_reverse_is_refused(exported, tmp_path, ends):
+    """With reverse_relations on, a relation of the user's named rev-<another's name> would silently stand in for
+    that relation's reverse, whatever its ends and direction: refused naming it; with reverse_relations false, every
+    relation is the user's, as given."""
+    options = copy.deepcopy(exported)
+    src, dst = ends
+    options["relations"].append({"src": src, "name": "rev-cites", "dst": dst, "edges": options["relations"][0]["edges"],
+                                 "edge_columns": ["citing", "cited"] if dst == "paper" and src == "paper" else
+                                 ["paper", "word"][::1 if src == "paper" else -1]})
+    if ends != ("paper", "paper"):
+        options["relations"][-1]["edges"] = options["relations"][1]["edges"]
+    with pytest.raises(SylvieError) as e:
+        check_dataset("mine", section("dataset", options))
+    assert f"relations[2] ({src}:rev-cites:{dst}): named as reverse_relations names the reverse of relation 'cites'" \
+        in str(e.value) and "reverse_relations: false" in str(e.value)
+    got = _built({**options, "reverse_relations": False}, tmp_path / "g")
+    assert [r.name for r in got.types.relations] == ["cites", "has_word", "rev-cites"]

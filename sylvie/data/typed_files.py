@@ -18,7 +18,7 @@ from sylvie.data.graph import Graph, typed_edges
 from sylvie.data.node_table import NodeTable, read_node_table
 from sylvie.data.own_graph import canonical_edges, random_split, warn_classes, warn_edges
 from sylvie.errors import SylvieError
-from sylvie.graph_types import GraphTypes, Relation
+from sylvie.graph_types import REVERSE_PREFIX, GraphTypes, Relation
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +63,13 @@ def typed_types(name: str, options) -> GraphTypes:
     relations = tuple(Relation(r["src"], r["name"], r["dst"]) for r in options.relations or ())
     types = GraphTypes(tuple(options.node_tables), relations, options.target)
     types.check(f"{where}: relations")
+    names = {r.name for r in relations}
+    for i, r in enumerate(relations):
+        given = r.name.removeprefix(REVERSE_PREFIX)
+        if options.reverse_relations and r.name.startswith(REVERSE_PREFIX) and given in names:
+            raise SylvieError(f"{where}.relations[{i}] ({r.src}:{r.name}:{r.dst}): named as reverse_relations names "
+                              f"the reverse of relation {given!r}, which it adds itself; rename it, or set "
+                              f"reverse_relations: false and give every reverse yourself")
     for i in sorted(undirected_relations(options)):
         r = relations[i]
         if r.src != r.dst:
