@@ -28,8 +28,9 @@ def test_found_where_pytorchs_launcher_looks(tmp_path):
     (conda / "lib").mkdir(parents=True)
     (conda / "lib" / "libtcmalloc.so").write_bytes(b"")
     assert find_tcmalloc({"CONDA_PREFIX": str(conda)}) == conda / "lib" / "libtcmalloc.so"
-    assert allocator_env("auto", {"CONDA_PREFIX": str(conda), "LD_PRELOAD": "/x/libfoo.so"}) == \
-        {"LD_PRELOAD": f"{conda}/lib/libtcmalloc.so:/x/libfoo.so"}
+    (tmp_path / "libfoo.so").write_bytes(b"")
+    assert allocator_env("auto", {"CONDA_PREFIX": str(conda), "LD_PRELOAD": f"{tmp_path}/libfoo.so"}) == \
+        {"LD_PRELOAD": f"{conda}/lib/libtcmalloc.so:{tmp_path}/libfoo.so"}
     dirs = [str(d) for d in allocator.library_dirs({"VIRTUAL_ENV": "/venv"})]
     assert dirs[:1] == ["/venv/lib"] and {"/usr/local/lib", "/usr/lib", "/usr/lib64"} <= set(dirs)
 
@@ -54,9 +55,26 @@ def test_glibc_and_the_users_own_choices(only):
     (only / "libtcmalloc.so").write_bytes(b"")
     assert allocator_env("glibc", {}) == {HUGE_PAGES: "1"}
     assert allocator_env("glibc", {HUGE_PAGES: "0"}) == {HUGE_PAGES: "0"}  # the user's setting stays
-    assert allocator_env("auto", {"LD_PRELOAD": "/opt/lib/libjemalloc.so.2"}) == {}  # preloaded by the user
+    (only / "libjemalloc.so.2").write_bytes(b"")
+    assert allocator_env("auto", {"LD_PRELOAD": f"{only}/libjemalloc.so.2"}) == {}  # preloaded by the user
+    assert allocator_env("auto", {"LD_PRELOAD": "libjemalloc.so.2"}) == {}  # by name, in a library folder
     with pytest.raises(SylvieError, match="choose one of auto, tcmalloc, glibc"):
         allocator_env("jemalloc", {})
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("choice", ["auto", "tcmalloc"])
+@pytest.mark.parametrize("entry", ["/nowhere/libtcmalloc.so.4", "libtcmalloc_nowhere.so", "{lib}",
+                                   "{lib}/libjemalloc_gone.so.2", "{lib}/libtcmalloc.so:/nowhere/libfoo.so"])
+def test_a_preload_the_loader_cannot_find_is_refused(only, choice, entry):
+    """LD_PRELOAD naming a library that is not there (a path, a bare name, a folder, beside one that is): every rank
+    would print ld.so's complaint and run with glibc's malloc; refused before any rank starts."""
+    (only / "libtcmalloc.so").write_bytes(b"")
+    preload = entry.format(lib=only)
+    with pytest.raises(SylvieError, match=rf"launch.allocator {choice}: LD_PRELOAD names .*, which the loader "
+                                          r"cannot find: every rank would say so and run with glibc's malloc"):
+        allocator_env(choice, {"LD_PRELOAD": preload})
+    assert allocator_env("glibc", {"LD_PRELOAD": preload}) == {HUGE_PAGES: "1"}  # glibc's choice: not ours to check
 
 
 @pytest.mark.unit

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import subprocess
 import sysconfig
 from pathlib import Path
 
@@ -43,6 +44,23 @@ def find_tcmalloc(env: dict) -> Path | None:
     return None
 
 
+def _resolves(entry: str, env: dict) -> bool:
+    """Whether the dynamic loader finds LD_PRELOAD's ``entry``: a path, a file there; a bare name, a file of that
+    name in LD_LIBRARY_PATH's folders, ``library_dirs`` or the loader's cache (``ldconfig -p``; where that cannot be
+    read, taken as found)."""
+    if "/" in entry:
+        return Path(entry).is_file()
+    dirs = [Path(d) for d in env.get("LD_LIBRARY_PATH", "").split(":") if d] + library_dirs(env)
+    if any((d / entry).is_file() for d in [*dirs, Path("/lib"), Path("/lib64")]):
+        return True
+    try:
+        cache = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, timeout=10,
+                               env={**os.environ, "PATH": f"{os.environ.get('PATH', '')}:/sbin:/usr/sbin"}).stdout
+    except (OSError, subprocess.SubprocessError):
+        return True
+    return not cache or any(line.strip().split(" ")[0] == entry for line in cache.splitlines())
+
+
 def allocator_env(choice: str, env: dict) -> dict:
     """What the ranks' environment gets for ``launch.allocator`` ``choice``: ``LD_PRELOAD`` with tcmalloc (``auto``
     where it is found, ``tcmalloc``: an error where it is not), else (``glibc``, or ``auto`` without tcmalloc,
@@ -51,6 +69,11 @@ def allocator_env(choice: str, env: dict) -> dict:
     if choice not in CHOICES:
         raise SylvieError(f"launch.allocator {choice!r}: choose one of {', '.join(CHOICES)}")
     preload = [p for p in env.get("LD_PRELOAD", "").replace(":", " ").split() if p]
+    missing = [p for p in preload if not _resolves(p, env)] if choice != "glibc" else []
+    if missing:
+        raise SylvieError(f"launch.allocator {choice}: LD_PRELOAD names {', '.join(missing)}, which the loader "
+                          f"cannot find: every rank would say so and run with glibc's malloc; correct LD_PRELOAD "
+                          f"or unset it (sylvie preloads tcmalloc itself where it is installed)")
     if choice != "glibc" and any(name in Path(p).name for p in preload for name in PRELOADED):
         log.debug(f"launch.allocator {choice}: LD_PRELOAD already holds an allocator ({env['LD_PRELOAD']}); kept")
         return {}
