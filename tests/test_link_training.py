@@ -58,6 +58,9 @@ def test_every_link_setting_trains_and_evaluates_alike_both_ways(name, link_runs
     assert all(np.isfinite(m["loss"]) and m["metric"] == "mrr" and m["train_acc"] is None for m in metrics)
     assert all(0 < m["val_acc"] <= 1 and 0 < m["test_acc"] <= 1 for m in metrics)
     saved = load_model(run / "model.pt")
+    # every line, the model and both evaluations name the run, and the model its epochs (the report checks them)
+    assert saved.summary["epochs_recorded"] == EPOCHS and {m["run"] for m in metrics} == {saved.summary["run"]}
+    assert read_eval_result(run / "whole.json").summary["run"] == saved.summary["run"]
     assert saved.link_cfg == {**vars(section("link")), **CELLS[name].get("link", {})}
     whole, parts = read_eval_result(run / "whole.json"), read_eval_result(run / "parts.json")
     assert whole.task == parts.task == "link" and whole.evaluator == "ranking"

@@ -54,7 +54,8 @@ def _record(epoch: int, sampled: bool, acc: float) -> dict:
     return rec
 
 
-def write_run(d, seed=0, arch="gcn", mode="full", acc=0.8, epochs=6, test_nodes=True, failure=None) -> Path:
+def write_run(d, seed=0, arch="gcn", mode="full", acc=0.8, epochs=6, test_nodes=True, failure=None,
+              run: str | None = None) -> Path:
     """A run directory as `sylvie train` and `sylvie evaluate` leave it: metrics.jsonl and eval.json (through the
     evaluate stage's writer), or, for a run whose training failed (a RunFailure), metrics.jsonl of the epochs it ran
     and failed.json."""
@@ -69,6 +70,8 @@ def write_run(d, seed=0, arch="gcn", mode="full", acc=0.8, epochs=6, test_nodes=
     d.mkdir(parents=True)
     sampled = mode == "sampled"
     records = [_record(e, sampled, acc) for e in range(epochs)]
+    if run is not None:  # as sylvie train writes them now: each line, and the model's summary, name their run
+        records = [{**r, "run": run} for r in records]
     if failure is not None:
         records = records[:failure.epoch]
         records[-1]["loss"] = None if failure.reason == "non-finite" else 1e9
@@ -84,7 +87,9 @@ def write_run(d, seed=0, arch="gcn", mode="full", acc=0.8, epochs=6, test_nodes=
                       train_cfg={**train, "seed": seed}, in_feats=1433, num_classes=7, dataset_fingerprint="",
                       comm_cfg={} if sampled else as_dict(section("comm", {})),
                       summary={"best_epoch": epochs - 1, "best_val_acc": acc, "test_acc_at_best_val": acc,
-                               "setup_bytes": 0, "num_parts": 4}, **sampled_cfgs)
+                               "setup_bytes": 0, "num_parts": 4,
+                               **({"run": run, "epochs_recorded": epochs} if run is not None else {})},
+                      **sampled_cfgs)
     labels = np.zeros(100, dtype=np.int64)
     pred = (np.arange(100) >= round(acc * 100)).astype(np.int64)  # a share acc of them right
     empty = np.zeros(0, dtype=np.int64)
@@ -259,3 +264,44 @@ def test_a_report_is_written_over_only_its_own_files(tmp_path, capsys):
                                               f"or move it away yourself"), err
         assert sorted(p.name for p in out.iterdir()) == [name]
         assert theirs is None or (out / name).read_bytes() == theirs
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text().splitlines(keepends=True)
+
+
+@pytest.mark.parametrize("member", ["metrics cut at a line", "metrics with a line added", "eval.json of another run",
+                                    "metrics.jsonl of another run"])
+def test_a_runs_files_of_two_runs_or_cut_short_are_refused(tmp_path, capsys, member):
+    """metrics.jsonl and eval.json each check out alone; where they meet (the report) they must be of one run (the
+    run each names) and agree on its epochs."""
+    run = write_run(tmp_path / "r" / "seed0", run="a" * 16)
+    other = write_run(tmp_path / "o" / "seed1", seed=1, run="b" * 16, epochs=6)
+    metrics = run / "metrics.jsonl"
+    if member == "metrics cut at a line":
+        metrics.write_text("".join(_lines(metrics)[:-1]))
+    elif member == "metrics with a line added":
+        metrics.write_text("".join(_lines(metrics) + _lines(metrics)[-1:]))
+    elif member == "eval.json of another run":
+        (run / "eval.json").write_bytes((other / "eval.json").read_bytes())
+    else:
+        metrics.write_bytes((other / "metrics.jsonl").read_bytes())
+    code, err, _ = report(tmp_path, [run], capsys)
+    assert code == 2 and not (tmp_path / "report").exists()
+    last = err.strip().splitlines()[-1]
+    if member == "metrics cut at a line":
+        assert f"{metrics}: 5 epochs, but its run recorded 6 ({run / 'eval.json'}): the file was cut short" in last
+    elif member == "metrics with a line added":  # the epoch repeated: the reader's own check, before they meet
+        assert f"{metrics}: line 7: " in last, last
+    else:
+        runs = ("b" * 16, "a" * 16) if member.startswith("eval") else ("a" * 16, "b" * 16)
+        assert f"{run / 'eval.json'}: of run {runs[0]}, but {metrics} line 1 is of run {runs[1]}" in last, last
+    assert "rerun `sylvie" in last and f"leave {run} out of the report" in last
+
+
+def test_a_runs_files_written_before_they_named_their_run_are_read(tmp_path, capsys):
+    run = write_run(tmp_path / "r" / "seed0")
+    metrics = run / "metrics.jsonl"
+    metrics.write_text("".join(_lines(metrics)[:-1]))  # nothing to check it against: taken as it is
+    code, err, rows = report(tmp_path, [run], capsys)
+    assert code == 0, err

@@ -98,6 +98,9 @@ class EpochRecord:
     # what train_acc, val_acc and test_acc measure (``METRICS``): "accuracy" of node classification, "mrr" or "hits@50"
     # of link prediction; the run loop keeps the best validation value either way
     metric: str = "accuracy"
+    # the run the line belongs to (``run_key``: its settings, seed and partition), the same in its model.pt's summary
+    # and eval.json, so that files of two runs are not read as one; None: written before lines carried it
+    run: str | None = None
 
     def __post_init__(self):
         if self.mode not in MODES:
@@ -185,7 +188,7 @@ _DEFAULTS = {"train_acc": None, "val_acc": None, "test_acc": None, "codec_time":
              "sync_reason": "", "boundary_sampling": 1.0, "drift_features": None, "drift_gradients": None,
              "store_device_bytes": 0, "store_host_bytes": 0, "fetch_time": 0.0, "fetch_wait_time": 0.0,
              "remote_bytes": 0, "cache_hit_rate": None, "rank_compute_time": None, "rank_wait_time": None,
-             "rank_minor_faults": None, "rank_peak_rss": None, "lr": None, "metric": "accuracy"}
+             "rank_minor_faults": None, "rank_peak_rss": None, "lr": None, "metric": "accuracy", "run": None}
 
 
 def _values(kind, obj: dict, skip: tuple[str, ...] = ()) -> dict:

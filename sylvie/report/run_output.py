@@ -91,7 +91,26 @@ def read_run(run_dir: str | Path) -> RunOutput:
         m = re.fullmatch(r"seed(\d+)", _absolute(given).name)
         return RunOutput("", int(m[1]) if m else None, _read_metrics(given, required=False), None, given, failure)
     ev = _read_eval(given)
-    return RunOutput("", int(ev.train["seed"]), _read_metrics(given, required=True), ev, given)
+    metrics = _read_metrics(given, required=True)
+    _check_one_run(given, ev, metrics)
+    return RunOutput("", int(ev.train["seed"]), metrics, ev, given)
+
+
+def _check_one_run(run_dir: Path, ev: EvalResult, metrics: list[EpochRecord]) -> None:
+    """That ``eval.json`` and ``metrics.jsonl`` are of one run: the run its model recorded (``run``, its settings,
+    seed and partition) on every line, and as many lines as it trained epochs (``epochs_recorded``). Files written
+    before they carried these are taken as they are."""
+    metrics_path, eval_path = run_dir / METRICS_FILE, run_dir / EVAL_FILE
+    run = ev.summary.get("run")
+    other = next((m for m in metrics if m.run is not None and run is not None and m.run != run), None)
+    if other is not None:
+        raise SylvieError(f"{eval_path}: of run {run}, but {metrics_path} line {metrics.index(other) + 1} is of run "
+                          f"{other.run}: the two files are of two runs (one copied from another run?); "
+                          f"{_fix('evaluate', eval_path)}")
+    trained = ev.summary.get("epochs_recorded")
+    if trained is not None and len(metrics) != trained:
+        raise SylvieError(f"{metrics_path}: {len(metrics)} epochs, but its run recorded {trained} ({eval_path}): the "
+                          f"file was cut short or added to; {_fix('train', metrics_path)}")
 
 
 def _absolute(path: Path) -> Path:

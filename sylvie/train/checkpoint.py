@@ -9,6 +9,8 @@ before the end, and a damaged one is refused by name, never resumed nor written 
 # run says so: refusing it would throw its epochs away on no sign of damage.
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 
 import torch
@@ -50,6 +52,13 @@ def run_identity(model_cfg: dict, train_cfg: dict, comm_cfg: dict, manifest: dic
         "partition.shards": [p["sha256"] for p in manifest["parts"]],
     })
     return ident
+
+
+def run_key(identity: dict) -> str:
+    """A short name of a run's ``run_identity`` (its settings, seed and partition): what metrics.jsonl's lines,
+    model.pt's summary and eval.json carry as ``run``, so that the files of one run are known from another's."""
+    text = json.dumps(identity, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def _difference(saved: dict, wanted: dict) -> str | None:

@@ -4,6 +4,7 @@ the job's mode (``build_trainer``), run the loop (``train/loop.py``), and on ran
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 
 import torch
@@ -23,7 +24,7 @@ from sylvie.runtime.freed_memory import release_free_memory
 from sylvie.runtime.peer_watchdog import collective_timeout
 from sylvie.runtime.process_group import Context, one_rank_per_part, peers_watched
 from sylvie.runtime.rank_pairs import RankPairs
-from sylvie.train.checkpoint import run_identity
+from sylvie.train.checkpoint import run_identity, run_key
 from sylvie.train.fullgraph_trainer import FullGraphTrainer
 from sylvie.train.job import TrainingJob
 from sylvie.train.loop import BestEpoch, EpochLoop, log_info, no_nodes
@@ -88,6 +89,7 @@ class TrainingRun:
             extra = {k: self.configs[k] for k in ("sampling", "cache", "features", "link") if k in self.configs}
             identity = run_identity(self.configs["model"], self.configs["train"], self.configs["comm"], manifest,
                                     extra)
+            self.run_key = run_key(identity)
             self.loop = self._epochs.enter_context(EpochLoop(self.trainer, self.ctx.rank, job.out_dir, train,
                                                              identity, on_record=board.add if board else None))
             self._stack = stack.pop_all()
@@ -105,13 +107,15 @@ class TrainingRun:
         best = trained.best
         if self.ctx.rank != 0:
             return None
+        records = [dataclasses.replace(r, run=self.run_key) for r in trained.records]
         summary = {"best_epoch": best.epoch, "best_val_acc": best.val_acc, "test_acc_at_best_val": best.test_acc,
-                   "model_chosen_by": best.chosen_by, **self.trainer.summary(), "num_parts": self.ctx.world}
+                   "model_chosen_by": best.chosen_by, **self.trainer.summary(), "num_parts": self.ctx.world,
+                   "run": self.run_key, "epochs_recorded": len(records)}
         save_model(job.out_dir / "model.pt", ModelFile(
             weights=best.weights, **{f"{k}_cfg": v for k, v in configs.items()}, in_feats=manifest["num_features"],
             num_classes=manifest["num_classes"], dataset_fingerprint=manifest["dataset_fingerprint"],
             summary=summary, graph_types=graph_layout(manifest)))
-        write_metrics(job.out_dir, trained.records)
+        write_metrics(job.out_dir, records)
         clear_run_failure(job.out_dir)  # an earlier attempt's record: this run finished
         log_info(f"{kept_line(best)}; wrote {job.out_dir / 'model.pt'}")
         return summary
