@@ -57,7 +57,7 @@ CONFIG ?=
 CONFIG_FLAGS := $(if $(CONFIG),--configfile $(CONFIG) --replace-workflow-config)
 # Snakemake reads a --configfile before the Snakefile runs, and meets a missing file or a folder with a traceback:
 # each file is read first as the pipeline reads it, one that cannot be named in one line (sylvie/config_file.py)
-CONFIG_CHECK := $(if $(CONFIG),$(BIN)/python -m sylvie.config_file $(CONFIG))
+CONFIG_CHECK := $(if $(CONFIG),$(BIN)/python -m sylvie.pipeline_config $(CONFIG))
 
 run: $(STAMP)
 	@$(CONFIG_CHECK)

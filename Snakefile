@@ -4,10 +4,11 @@ import os
 
 from snakemake.utils import min_version
 
-from sylvie.config import cli_arguments, dataset_options, resolve_runs, validate
+from sylvie.config import cli_arguments, dataset_options
 from sylvie.config_file import load_config
-from sylvie.data.registry import check_datasets, given_files, num_nodes_before_download
+from sylvie.data.registry import given_files, num_nodes_before_download
 from sylvie.launch.torchrun import plan_geometry, slurm_resources
+from sylvie.pipeline_config import deep_update, exit_on_config_error, plan_config, typed_overrides
 
 min_version("9.0")
 
@@ -15,19 +16,24 @@ min_version("9.0")
 # config/config.yaml is the config unless --configfile names others, which then stand in its place (merged with
 # each other in order, not with it): `snakemake --configfile config/products.yaml` runs that config alone. Each file
 # is read again as the pipeline reads it: a YAML error, or a line YAML reads otherwise than it is written
-# (`split_column: yes` is the boolean true), is named by file and line (Snakemake's own errors name neither).
-for path in workflow.overwrite_configfiles or ["config/config.yaml"]:
-    if os.path.exists(path):
-        load_config(path)
+# (`split_column: yes` is the boolean true), is named by file and line (Snakemake's own errors name neither). A
+# config error is one line and exit 2 (exit_on_config_error), not a traceback of this file's frames.
+with exit_on_config_error():
+    for path in workflow.overwrite_configfiles or ["config/config.yaml"]:
+        if os.path.exists(path):
+            load_config(path)
 if not workflow.overwrite_configfiles:
 
     configfile: "config/config.yaml"
 
 
-RUNS = resolve_runs(config, where="config")
-check_datasets(config)  # every dataset the config defines can be built: refused here, before Snakemake plans
-LAUNCH = validate(config)["launch"]
-REPORT = validate(config)["report"]
+# --config's overrides read by the schema's types (Snakemake hands nested values over as text: `--config
+# 'defaults={train: {epochs: 5}}'` gives epochs '5'); then the whole config checked before Snakemake plans: every
+# dataset buildable, every run placeable by the config's launch
+with exit_on_config_error():
+    deep_update(config, typed_overrides(workflow.config_settings.config or {}))
+    PLAN = plan_config(config)
+RUNS, LAUNCH, REPORT = PLAN.runs, PLAN.launch, PLAN.report
 
 
 include: "workflow/rules/common.smk"

@@ -1,6 +1,7 @@
 """A config file as the pipeline reads it: JSON, else YAML 1.1 (PyYAML, as Snakemake reads a ``--configfile``),
 refused in one line naming the file and line where it cannot be read or reads otherwise than it is written.
-``python -m sylvie.config_file FILE...`` checks files so (``make run CONFIG=`` runs it before Snakemake)."""
+``python -m sylvie.config_file FILE...`` checks files so; ``make run CONFIG=`` runs ``sylvie.pipeline_config``, which
+also checks what they configure, before Snakemake starts."""
 from __future__ import annotations
 
 import datetime

@@ -94,7 +94,8 @@ def test_what_yaml_reads_as_written_is_taken(tmp_path):
 
 @pytest.mark.unit
 def test_a_config_file_that_cannot_be_read_is_one_line(tmp_path, capsys, monkeypatch):
-    """`python -m sylvie.config_file FILE...`, which `make run CONFIG=` runs before Snakemake."""
+    """`python -m sylvie.config_file FILE...`: each file read as the pipeline reads it (`make run CONFIG=` runs
+    `python -m sylvie.pipeline_config`, which reads them so, then checks what they configure)."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "folder").mkdir()
     (tmp_path / "empty.yaml").write_text("")
@@ -123,7 +124,8 @@ def test_make_run_and_snakemake_name_the_config_file(tmp_path):
     venv = BIN.parent
     p = run(["make", "-s", "-C", str(REPO), f"VENV={venv}", "-o", f"{venv}/.installed", "run",
              f"CONFIG={tmp_path}/missing.yaml"], check=False)
-    assert p.returncode == 2 and p.stderr.startswith(f"error: {tmp_path}/missing.yaml: no such config file"), p.stderr
+    said = f"sylvie pipeline: error: {tmp_path}/missing.yaml: no such config file"
+    assert p.returncode == 2 and p.stderr.startswith(said), p.stderr
     config = tmp_path / "mine.yaml"
     config.write_text("runs:\n  a: {partition: {parts: 1}}\n  b: {model: {self_loop: no}, train: {seeds: [0, 010]}}\n")
     p = run([str(BIN / "snakemake"), "-n", "--cores", "1", "-s", str(REPO / "Snakefile"), "--directory", str(tmp_path),

@@ -94,9 +94,6 @@ def geometry(run_name):
     return plan_geometry(RUNS[run_name].partition.parts, **PLACEMENT, where=f"run {run_name} with config launch")
 
 
-for _name in RUNS:  # a `launch` that cannot place a run stops the pipeline at start, naming the run
-    geometry(_name)
-
 
 def partitioned_evaluation(run_name):
     """Whether the run's models are evaluated partition-parallel, one rank per part (config evaluate.mode; auto:
