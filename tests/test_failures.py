@@ -103,6 +103,21 @@ def test_a_rank_s_own_error_or_death_comes_before_the_connection_errors_it_cause
 
 
 @pytest.mark.unit
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_a_rank_stopped_from_outside_comes_before_the_connection_errors_it_causes(tmp_path, sig):
+    """One rank stopped by SIGTERM, SIGINT or SIGHUP that torchrun saw end first (torchrun stops ranks only after
+    one ended): its peers' broken connections follow from it, and torchrun's stopping of them too."""
+    from sylvie.formats.rank_failures import first_failure, record_rank_exit
+
+    _record(tmp_path, 0, 100.2, CLOSED, "comm")
+    record_rank_exit(str(tmp_path), 1, 101, -sig, 100, seq=1, first=True)
+    record_rank_exit(str(tmp_path), 0, 100, -signal.SIGTERM, 100, seq=0)  # torchrun stopping rank 0 after it
+    first = first_failure(tmp_path)
+    assert first["rank"] == "1" and first["message"] == (f"it was killed by signal {int(sig)} ({sig.name}) from "
+                                                         f"outside the run: torchrun saw it end before any other rank")
+
+
+@pytest.mark.unit
 def test_a_failed_collective_is_recorded_as_a_communication_error(tmp_path):
     from sylvie.errors import SylvieError
     from sylvie.formats.rank_failures import ENV, read_failures, record_exception
@@ -117,21 +132,23 @@ def test_a_failed_collective_is_recorded_as_a_communication_error(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_rank_killed_by_a_signal_is_named_last(cora_partitions, tmp_path):
+@pytest.mark.parametrize(("sig", "said"), [(signal.SIGKILL, "it was killed by signal 9 (SIGKILL; out of memory?)"),
+                                           (signal.SIGTERM, "it was killed by signal 15 (SIGTERM) from outside the "
+                                                            "run: torchrun saw it end before any other rank")])
+def test_a_rank_killed_by_a_signal_is_named_last(cora_partitions, tmp_path, sig, said):
     out = tmp_path / "run"
     proc = start_launch(cora_partitions[2], out, *FOREVER)
     try:
         wait_for_epochs(out)
         pid = rank_pids(out)[1]
-        os.kill(pid, signal.SIGKILL)  # as the kernel's OOM killer does; rank 0's collective then breaks
+        os.kill(pid, sig)  # SIGKILL as the kernel's OOM killer does; rank 0's collective then breaks
         _, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
     last = err.strip().splitlines()[-1]
     assert proc.returncode != 0
-    assert f"rank 1 (host {socket.gethostname()}, pid {pid}) failed first: it was killed by signal 9 (SIGKILL; " \
-           "out of memory?)" in last, last
+    assert f"rank 1 (host {socket.gethostname()}, pid {pid}) failed first: {said}" in last, last
 
 
 @pytest.mark.slow

@@ -104,13 +104,20 @@ def signal_message(signum: int) -> str:
     return f"it was killed by signal {signum} ({name}{'; ' + hint if hint else ''})"
 
 
-def record_rank_exit(folder: str, rank: int, pid: int, exitcode: int, when: float, seq: int = 0) -> None:
+def record_rank_exit(folder: str, rank: int, pid: int, exitcode: int, when: float, seq: int = 0,
+                     first: bool = False) -> None:
     """Note, as the launcher, how rank ``rank`` (a process of this host) ended: killed by signal ``-exitcode``,
     or exited ``exitcode``. ``when`` is when it was seen to end, to the second: counted at the end of that
-    second, so that a rank's own error from the same second comes first."""
+    second, so that a rank's own error from the same second comes first. ``first``: torchrun saw this rank end
+    first (its root cause). torchrun stops ranks only after one has ended, so the first one it saw stopped by
+    SIGTERM, SIGINT or SIGHUP was stopped from outside the run: a cause, not an effect."""
     if exitcode < 0:
-        kind = "stopped" if -exitcode in _STOPPING else "signal"
+        outside = first and -exitcode in _STOPPING
+        kind = "stopped" if -exitcode in _STOPPING and not outside else "signal"
         message = signal_message(-exitcode)
+        if outside:
+            message = (f"{message.split(';')[0].rstrip(')')}) from outside the run: torchrun saw it end before any "
+                       f"other rank")
     else:
         kind, message = "exit", f"it exited with code {exitcode} without reporting an error; see its output above"
     entry = {"time": float(when) + 1.0, "seq": seq, "rank": str(rank), "host": socket.gethostname(), "pid": pid,

@@ -139,8 +139,10 @@ def torchrun_main(argv: list[str]) -> int:
     except ChildFailedError as e:
         folder = os.environ.get(ENV)
         if folder:
+            root = e.get_first_failure()[0]  # torchrun's root cause: the failure it saw first
             for seq, (rank, failure) in enumerate(e.failures.items()):
-                record_rank_exit(folder, rank, failure.pid, failure.exitcode, failure.timestamp, seq)
+                record_rank_exit(folder, rank, failure.pid, failure.exitcode, failure.timestamp, seq,
+                                 first=rank == root)
         log.error(str(e))
         return 1
     return 0
