@@ -21,7 +21,9 @@ class _LineHandler(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            tqdm.write(self.format(record), file=sys.stderr)
+            # the line and its newline in one write: ranks sharing one stderr (a pipe) then never interleave a
+            # line with another's (tqdm.write's own end= is a second write, between which another rank's line lands)
+            tqdm.write(self.format(record) + "\n", file=sys.stderr, end="")
             sys.stderr.flush()
         except Exception:  # logging's convention: a failed write must not raise
             self.handleError(record)
