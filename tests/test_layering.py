@@ -35,6 +35,7 @@ AREAS = {
     "sylvie.errors": "base", "sylvie.atomic": "base", "sylvie.arrow_arrays": "base", "sylvie.output_dir": "base",
     "sylvie.output_lock": "base", "sylvie.memory_budget": "base",
     "sylvie.config": "base", "sylvie.graph_types": "base", "sylvie": "base",
+    "sylvie.pipeline_config": "pipeline",  # what the Snakefile plans from: the config checked whole
 }
 # Which areas each area may import (besides itself).
 ALLOWED = {
@@ -42,6 +43,7 @@ ALLOWED = {
     "cli": {"bench", "launch", "evaluate", "vip", "report", "train", "sampling", "runtime", "features", "comm",
             "kernels", "block", "models", "partition", "data", "formats", "base"},
     "bench": {"launch", "formats", "base"},
+    "pipeline": {"launch", "data", "base"},  # a run's placement, every dataset buildable
     "launch": {"formats", "base"},
     # evaluation runs a trained model: on the whole graph, or partition-parallel on the ranks' runtime; never train
     "evaluate": {"runtime", "partition", "block", "models", "data", "formats", "base"},
