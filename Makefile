@@ -56,7 +56,8 @@ tcmalloc:
 CONFIG ?=
 CONFIG_FLAGS := $(if $(CONFIG),--configfile $(CONFIG) --replace-workflow-config)
 # Snakemake reads a --configfile before the Snakefile runs, and meets a missing file or a folder with a traceback:
-# each file is read first as the pipeline reads it, one that cannot be named in one line (sylvie/config_file.py)
+# each file is read first as the pipeline reads it, and what it configures checked whole, an error in one line
+# (sylvie/pipeline_config.py)
 CONFIG_CHECK := $(if $(CONFIG),$(BIN)/python -m sylvie.pipeline_config $(CONFIG))
 
 run: $(STAMP)

@@ -5,10 +5,10 @@ import os
 from snakemake.utils import min_version
 
 from sylvie.config import cli_arguments, dataset_options
-from sylvie.config_file import load_config
+from sylvie.config_file import load_config, typed_overrides
 from sylvie.data.registry import given_files, num_nodes_before_download
 from sylvie.launch.torchrun import plan_geometry, slurm_resources
-from sylvie.pipeline_config import deep_update, exit_on_config_error, plan_config, typed_overrides
+from sylvie.pipeline_config import deep_update, exit_on_config_error, plan_config
 
 min_version("9.0")
 

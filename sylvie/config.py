@@ -389,9 +389,9 @@ def _flag_type(spec: dict):
     kinds = kinds if isinstance(kinds, list) else [kinds]
     kinds = [k for k in kinds if k != "null"]
     if sorted(kinds) == ["integer", "object"]:
-        objects = _json_object_for(next(k for k in spec["oneOf"] if k["type"] == "object"))
-
-        example = json.dumps(next(k for k in spec["oneOf"] if k["type"] == "object")["examples"][0])
+        alternative = next(k for k in spec["oneOf"] if k["type"] == "object")
+        objects = _json_object_for(alternative)
+        example = json.dumps((alternative.get("examples") or [{}])[0])
 
         def integer_or_object(text: str) -> int | dict:
             if text.lstrip().startswith("{"):

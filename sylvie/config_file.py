@@ -222,6 +222,38 @@ def _item(spec):
     return next((s.get("items", _ANY) for s in _resolved(spec) if "array" in (_kinds(s) or ())), None)
 
 
+def typed_overrides(overrides: dict) -> dict:
+    """Snakemake's ``--config`` overrides read by the schema's types: Snakemake hands a nested value over as text
+    (``--config 'defaults={train: {epochs: 5}}'`` gives epochs '5'), so a text where its knob takes no text, or
+    takes any value (an optimiser's keyword arguments), is read as YAML 1.2 reads it where that gives a value the
+    knob takes (``'5'``, ``'1e-3'``, ``'false'``, ``'null'``, ``'[1, 2]'``); a text the knob takes stays one."""
+    return _typed(overrides, schema())
+
+
+def _typed(value, spec):
+    if spec is None:  # a key the schema has no place for: left for the validation to name
+        return value
+    if isinstance(value, dict):
+        return {k: _typed(v, _member(spec, k)) for k, v in value.items()}
+    if isinstance(value, list):
+        item = _item(spec)
+        return [_typed(v, item) for v in value]
+    if not isinstance(value, str):
+        return value
+    kinds = None if spec is _ANY else _kinds(spec)
+    if kinds is not None and "string" in kinds:
+        return None if "null" in kinds and value in ("null", "Null", "NULL", "~") else value
+    parsed = _yaml_12(value.strip())
+    if isinstance(parsed, str) and parsed.lstrip()[:1] in ("[", "{"):
+        try:
+            parsed = yaml.safe_load(parsed)
+        except yaml.YAMLError:
+            return value
+    if isinstance(parsed, (dict, list)):
+        return _typed(parsed, spec) if _fits(parsed, kinds) else value
+    return parsed if _fits(parsed, kinds) else value
+
+
 def _json_type(value) -> str | None:
     if isinstance(value, bool):
         return "boolean"

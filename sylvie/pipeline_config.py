@@ -1,6 +1,6 @@
 """The pipeline's config as the Snakefile plans from it, checked whole before Snakemake plans: every file read as
-written (``load_config``), ``--config`` overrides read by the schema's types (``typed_overrides``: Snakemake hands
-nested values over as text), the runs resolved, every dataset buildable and every run placeable
+written (``load_config``), ``--config`` overrides read by the schema's types (``config_file.typed_overrides``:
+Snakemake hands nested values over as text), the runs resolved, every dataset buildable and every run placeable
 (``plan_config``). A config error is one line and exit 2 (``exit_on_config_error``), on every entry: the Snakefile,
 and ``python -m sylvie.pipeline_config FILE...`` (``make run CONFIG=``'s check before Snakemake starts)."""
 from __future__ import annotations
@@ -10,19 +10,10 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-import yaml
-
-from sylvie.config import Run, resolve_runs, schema, validate
+from sylvie.config import Run, resolve_runs, validate
 from sylvie.errors import SylvieError, one_line
 
 PROG = "sylvie pipeline"
-_PYTHON = {"integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-           "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-           "boolean": lambda v: isinstance(v, bool), "null": lambda v: v is None,
-           "array": lambda v: isinstance(v, list), "object": lambda v: isinstance(v, dict),
-           "string": lambda v: isinstance(v, str)}
-
-
 @contextlib.contextmanager
 def exit_on_config_error() -> Iterator[None]:
     """A SylvieError inside becomes one line on stderr and exit 2 (SystemExit, which Snakemake passes on), not a
@@ -32,54 +23,6 @@ def exit_on_config_error() -> Iterator[None]:
     except SylvieError as e:
         print(f"{PROG}: error: {one_line(e, limit=2000)}", file=sys.stderr, flush=True)
         raise SystemExit(2) from None
-
-
-def _node(node: dict) -> dict:
-    ref = node.get("$ref")
-    if ref:
-        return _node(schema()["$defs"][ref.rsplit("/", 1)[1]])
-    return node
-
-
-def _kinds(node: dict) -> list[str]:
-    node = _node(node)
-    if "oneOf" in node:
-        return [k for alt in node["oneOf"] for k in _kinds(alt)]
-    kinds = node.get("type", [])
-    return kinds if isinstance(kinds, list) else [kinds]
-
-
-def _typed(value, node: dict | None):
-    """``value`` read by the schema ``node``: a text where the node takes no text, read as YAML where that gives a
-    value the node takes (``'5'`` for an integer, ``'true'`` for a boolean, ``'[1, 2]'`` for a list)."""
-    if node is None:
-        return value
-    node = _node(node)
-    kinds = _kinds(node)
-    if isinstance(value, str) and "null" in kinds and value in ("null", "~"):  # YAML's null, in a file or here
-        return None
-    if isinstance(value, str) and "string" not in kinds and kinds:
-        try:
-            parsed = yaml.safe_load(value)
-        except yaml.YAMLError:
-            return value
-        if any(_PYTHON[k](parsed) for k in kinds):
-            value = parsed
-    if isinstance(value, dict):
-        props = node.get("properties", {})
-        more = node.get("additionalProperties")
-        return {k: _typed(v, props.get(k, more if isinstance(more, dict) else None)) for k, v in value.items()}
-    if isinstance(value, list):
-        items = node.get("items")
-        if items is None and "oneOf" in node:
-            items = next((alt.get("items") for alt in node["oneOf"] if "items" in alt), None)
-        return [_typed(v, items) for v in value]
-    return value
-
-
-def typed_overrides(overrides: dict) -> dict:
-    """Snakemake's ``--config`` overrides (nested values arrive as text) read by the schema's types."""
-    return _typed(overrides, schema())
 
 
 def deep_update(config: dict, overrides: dict) -> None:

@@ -75,6 +75,7 @@ def test_a_preload_the_loader_cannot_find_is_refused(only, choice, entry):
                                           r"cannot find: every rank would say so and run with glibc's malloc"):
         allocator_env(choice, {"LD_PRELOAD": preload})
     assert allocator_env("glibc", {"LD_PRELOAD": preload}) == {HUGE_PAGES: "1"}  # glibc's choice: not ours to check
+    assert allocator_env(choice, {"LD_PRELOAD": "/usr/$LIB/libjemalloc.so.2"}) == {}  # the loader's token: its own
 
 
 @pytest.mark.unit

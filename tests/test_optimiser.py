@@ -130,6 +130,8 @@ def test_a_checkpoint_of_before_schedules_loads():
     ({"optimizer": "SGD", "optimizer_args": {"betas": [0.9, 0.99]}}, "train.optimizer_args"),
     ({"optimizer_args": {"betas": [0.9, 2.0]}}, "train.optimizer_args"),
     ({"optimizer": "Rprop", "weight_decay": 0.01}, "train.weight_decay 0.01: train.optimizer Rprop takes no weight"),
+    ({"optimizer": "Rprop", "optimizer_args": {"weight_decay": 0.1}},
+     "train.optimizer_args' weight_decay 0.1: train.optimizer Rprop takes no weight"),
     ({"lr_schedule": "Cosine"}, "train.lr_schedule 'Cosine': not a schedule"),
     ({"lr_schedule": "ReduceLROnPlateau"}, "train.lr_schedule 'ReduceLROnPlateau'"),
     ({"lr_schedule": "StepLR"}, "train.lr_schedule_args"),  # step_size is required

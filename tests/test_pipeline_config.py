@@ -7,7 +7,8 @@ import pytest
 import yaml
 from support.commands import BIN, REPO, run
 
-from sylvie.pipeline_config import main, typed_overrides
+from sylvie.config_file import typed_overrides
+from sylvie.pipeline_config import main
 
 DEFAULT = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
 
@@ -20,8 +21,14 @@ DEFAULT = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
      {"runs": {"gcn": {"model": {"hidden": 32, "heads": 4}, "partition": {"parts": 2}}}}),
     ({"datasets": {"cora": {"edge_split": ["0.05", "0.1"], "name": "5", "timeout": "30"}}},
      {"datasets": {"cora": {"edge_split": [0.05, 0.1], "name": "5", "timeout": 30}}}),  # name: a text stays one
-    ({"defaults": {"sampling": {"fanouts": ["10", "{cites: 5}"]}, "train": {"lr_schedule": "null"}}},
-     {"defaults": {"sampling": {"fanouts": [10, {"cites": 5}]}, "train": {"lr_schedule": None}}}),
+    # as Snakemake's parser hands them: a mapping inside a list, its values text; `--fanouts '{...}'` as one text
+    ({"defaults": {"sampling": {"fanouts": [{"cites": "5"}, "10", "{cites: 4}"]}, "train": {"lr_schedule": "null"}}},
+     {"defaults": {"sampling": {"fanouts": [{"cites": 5}, 10, {"cites": 4}]}, "train": {"lr_schedule": None}}}),
+    # a knob of any value (an optimiser's keyword arguments): read as YAML 1.2 reads it ('false' is not truthy text)
+    ({"defaults": {"train": {"optimizer_args": {"amsgrad": "false", "momentum": "0.9", "name": "x"}, "lr": "1e-3"}}},
+     {"defaults": {"train": {"optimizer_args": {"amsgrad": False, "momentum": 0.9, "name": "x"}, "lr": 0.001}}}),
+    ({"datasets": {"mine": {"node_tables": {"a": {"path": "x", "node_key": "null", "feature_columns": "[f]"}}}}},
+     {"datasets": {"mine": {"node_tables": {"a": {"path": "x", "node_key": None, "feature_columns": ["f"]}}}}}),
     ({"defaults": {"train": {"epochs": "abc"}}}, {"defaults": {"train": {"epochs": "abc"}}}),  # left to be refused
 ])
 def test_config_overrides_are_read_by_the_schemas_types(given, want):

@@ -166,3 +166,17 @@ def test_a_given_relation_named_as_a_generated_reverse_is_refused(exported, tmp_
         in str(e.value) and "reverse_relations: false" in str(e.value)
     got = _built({**options, "reverse_relations": False}, tmp_path / "g")
     assert [r.name for r in got.types.relations] == ["cites", "has_word", "rev-cites"]
+
+
+@pytest.mark.parametrize("reverse_relations", [True, False])
+def test_one_type_and_one_undirected_relation_takes_an_edge_split_as_a_graph_of_one_type(exported, tmp_path,
+                                                                                           reverse_relations):
+    """Papers and their citations alone, declared undirected: one node type and one relation (no reverse added),
+    which is the graph of one type it is; its edge split needs no edge_split_relation (which it refuses)."""
+    options = {**copy.deepcopy(exported), "edge_split": [0.1, 0.1], "reverse_relations": reverse_relations}
+    options["node_tables"] = {"paper": options["node_tables"]["paper"]}
+    options["relations"] = options["relations"][:1]
+    got = _built(options, tmp_path / "g")
+    assert not got.typed and got.link.undirected and (got.link.split != 0).any()
+    with pytest.raises(SylvieError, match="edge_split_relation 'cites': the graph has one node type"):
+        check_dataset("mine", section("dataset", {**options, "edge_split_relation": "cites"}))

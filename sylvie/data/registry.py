@@ -102,10 +102,11 @@ def _known_types(source: str, options, files_types):
     else:
         return False
     if not options.reverse_relations:
-        return types
-    if files_types is not None:
+        return None if files_types is not None and types.homogeneous else types
+    if files_types is not None:  # one node type and one relation after the reverses: the graph of one type it is
         from sylvie.data.typed_files import undirected_relations
-        return types.with_reverses(undirected_relations(options))[0]
+        types = types.with_reverses(undirected_relations(options))[0]
+        return None if types.homogeneous else types
     return types.with_reverses()[0]
 
 

@@ -73,9 +73,12 @@ def typed_types(name: str, options) -> GraphTypes:
     for i in sorted(undirected_relations(options)):
         r = relations[i]
         if r.src != r.dst:
+            other = (f"the reverse relation (rev-{r.name}, which reverse_relations adds) already carries the "
+                     f"other direction: drop directed" if options.reverse_relations else
+                     f"the other direction is a relation of its own: drop directed, and set reverse_relations: "
+                     f"true (rev-{r.name}) or give that relation yourself")
             raise SylvieError(f"{where}.relations[{i}] ({r.src}:{r.name}:{r.dst}): directed false joins nodes of one "
-                              f"type both ways; between {r.src} and {r.dst}, the reverse relation (rev-{r.name}, "
-                              f"which reverse_relations adds) already carries the other direction: drop directed")
+                              f"type both ways; between {r.src} and {r.dst}, {other}")
     return types
 
 
@@ -96,7 +99,7 @@ def load_typed_files(name: str, options) -> Graph:
             a, b, done = canonical_edges(rows.src, rows.dst, s.num_nodes, directed=r not in undirected)
             warn_edges(spec["edges"], rows.src.shape[0], done["self_loops_removed"], relation.name)
             if r not in undirected and "directed" not in spec:
-                _warn_one_way(spec["edges"], r, relation, a, b, s.num_nodes)
+                _warn_one_way(spec["edges"], r, relation, a, b, s.num_nodes, options.reverse_relations)
         else:  # repeats dropped
             warn_edges(spec["edges"], rows.src.shape[0], 0, relation.name)
             keys = np.unique(rows.src * d.num_nodes + rows.dst)
@@ -139,10 +142,12 @@ def load_typed_files(name: str, options) -> Graph:
                             for t in types.node_types))
 
 
-def _warn_one_way(edges: str, index: int, relation: Relation, src: np.ndarray, dst: np.ndarray, n: int) -> None:
+def _warn_one_way(edges: str, index: int, relation: Relation, src: np.ndarray, dst: np.ndarray, n: int,
+                  reverse: bool) -> None:
     """A warning line where a relation within one node type, taken as directed (``directed`` not given), has its
     reverse edge for almost none of its edges: most likely each pair given once, in whatever order the export
-    produced, which as a directed relation sends a node's neighbours through two weights by that order alone."""
+    produced, which as a directed relation sends a node's neighbours through two weights by that order alone (with
+    ``reverse``: the relation's and its reverse's)."""
     m = src.shape[0]
     if m == 0:
         return
@@ -151,8 +156,11 @@ def _warn_one_way(edges: str, index: int, relation: Relation, src: np.ndarray, d
     at = np.minimum(np.searchsorted(keys, back), m - 1)
     share = float(np.count_nonzero(keys[at] == back)) / m
     if share < ONE_WAY_SHARE:
+        split = (f"its reverse, rev-{relation.name}, a relation of its own" if reverse else
+                 "no reverse: a node hears only the nodes its edges come from")
         log.warning(f"{edges}: relations[{index}] ({relation.src}:{relation.name}:{relation.dst}): {share:.1%} of its "
-                    f"{m:,} edges have their reverse edge, and it is taken as directed (src -> dst as given; its "
-                    f"reverse, rev-{relation.name}, a relation of its own). If each pair is listed once in no "
-                    f"particular order (an undirected relation), declare it directed: false; if the direction means "
-                    f"something (who cites whom), declare directed: true to silence this line")
+                    f"{m:,} edges have their reverse edge, and it is taken as directed (src -> dst as given; {split}). "
+                    f"If each pair is listed once in no particular order (an undirected relation), declare it "
+                    f"directed: false (one relation holding both directions; docs/datasets.md says how that weighs "
+                    f"against two relations of the same edges); if the direction means something (who cites whom), "
+                    f"declare directed: true to silence this line")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
+import sys
 import sysconfig
 from pathlib import Path
 
@@ -45,12 +46,16 @@ def find_tcmalloc(env: dict) -> Path | None:
 
 
 def _resolves(entry: str, env: dict) -> bool:
-    """Whether the dynamic loader finds LD_PRELOAD's ``entry``: a path, a file there; a bare name, a file of that
-    name in LD_LIBRARY_PATH's folders, ``library_dirs`` or the loader's cache (``ldconfig -p``; where that cannot be
-    read, taken as found)."""
+    """Whether the dynamic loader finds LD_PRELOAD's ``entry``: a path, a file there (one with the loader's ``$``
+    tokens: found); a bare name, a file of that name in LD_LIBRARY_PATH's folders, ``library_dirs``, this Python's
+    library folders (its runpath) or the loader's cache (``ldconfig -p``; where that cannot be read, taken as
+    found)."""
+    if "$" in entry:  # the loader's own tokens ($LIB, $PLATFORM, $ORIGIN): its to expand, taken as found
+        return True
     if "/" in entry:
         return Path(entry).is_file()
     dirs = [Path(d) for d in env.get("LD_LIBRARY_PATH", "").split(":") if d] + library_dirs(env)
+    dirs += [Path(sys.prefix) / "lib", Path(sysconfig.get_config_var("LIBDIR") or "/usr/lib")]  # the runpath's
     if any((d / entry).is_file() for d in [*dirs, Path("/lib"), Path("/lib64")]):
         return True
     try:

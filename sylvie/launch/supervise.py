@@ -139,8 +139,11 @@ def torchrun_main(argv: list[str]) -> int:
     except ChildFailedError as e:
         folder = os.environ.get(ENV)
         if folder:
-            root = e.get_first_failure()[0]  # torchrun's root cause: the failure it saw first
-            for seq, (rank, failure) in enumerate(e.failures.items()):
+            # torchrun's root cause: the failure it saw first (timestamps in whole seconds: of those in the first
+            # second, a rank ended by a signal before one that exited, as a peer's broken connection follows it)
+            failures = e.failures
+            root = min(failures, key=lambda r: (failures[r].timestamp, failures[r].exitcode >= 0))
+            for seq, (rank, failure) in enumerate(failures.items()):
                 record_rank_exit(folder, rank, failure.pid, failure.exitcode, failure.timestamp, seq,
                                  first=rank == root)
         log.error(str(e))

@@ -79,9 +79,12 @@ class Optimiser:
         cls = _optimiser_class(train.optimizer)
         args = {"lr": train.lr, "weight_decay": train.weight_decay, **(train.optimizer_args or {})}
         if "weight_decay" not in inspect.signature(cls).parameters:  # Rprop: no weight decay to give
-            if args.pop("weight_decay"):
-                raise SylvieError(f"train.weight_decay {train.weight_decay:g}: train.optimizer {train.optimizer} "
-                                  f"takes no weight decay; set train.weight_decay 0")
+            decay = args.pop("weight_decay")
+            if decay:
+                knob = ("train.optimizer_args' weight_decay" if "weight_decay" in (train.optimizer_args or {}) else
+                        "train.weight_decay")
+                raise SylvieError(f"{knob} {decay!r}: train.optimizer {train.optimizer} takes no weight decay; "
+                                  f"leave {knob} out (or 0)")
         try:
             self.optimizer = cls(params, **args)
         except (TypeError, ValueError) as e:
