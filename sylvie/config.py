@@ -361,10 +361,15 @@ def top_level_properties(name: str) -> dict:
 
 # ---- CLI flags from the schema -------------------------------------------------------------------
 
+def _example(spec: dict) -> str:
+    """An object knob's example as JSON (the schema's first ``examples``; {} where it gives none)."""
+    return json.dumps((spec.get("examples") or [{}])[0])
+
+
 def _json_object_for(spec: dict):
     """The type of an object knob's flag (or of an object item's): a JSON object, a malformed one refused with the
     knob's own example (the schema's ``examples``)."""
-    example = json.dumps((spec.get("examples") or [{}])[0])
+    example = _example(spec)
 
     def json_object(text: str) -> dict:
         try:
@@ -391,7 +396,7 @@ def _flag_type(spec: dict):
     if sorted(kinds) == ["integer", "object"]:
         alternative = next(k for k in spec["oneOf"] if k["type"] == "object")
         objects = _json_object_for(alternative)
-        example = json.dumps((alternative.get("examples") or [{}])[0])
+        example = _example(alternative)
 
         def integer_or_object(text: str) -> int | dict:
             if text.lstrip().startswith("{"):

@@ -14,6 +14,8 @@ from sylvie.config import Run, resolve_runs, validate
 from sylvie.errors import SylvieError, one_line
 
 PROG = "sylvie pipeline"
+
+
 @contextlib.contextmanager
 def exit_on_config_error() -> Iterator[None]:
     """A SylvieError inside becomes one line on stderr and exit 2 (SystemExit, which Snakemake passes on), not a
@@ -40,20 +42,27 @@ class PipelinePlan:
     launch: dict
     report: dict
 
+    def geometry(self, name: str):
+        """How run ``name``'s ranks are placed (``launch.torchrun.plan_geometry`` under the config's ``launch``); a
+        SylvieError naming the run where they cannot be."""
+        from sylvie.launch.torchrun import plan_geometry
+
+        placement = {k: v for k, v in self.launch.items() if k != "allocator"}  # the knobs of where ranks go
+        return plan_geometry(self.runs[name].partition.parts, **placement, where=f"run {name} with config launch")
+
 
 def plan_config(config: dict) -> PipelinePlan:
     """The pipeline's runs, checked whole: the config valid, every dataset buildable, every run placeable by the
     config's ``launch``; a SylvieError naming the key otherwise."""
     from sylvie.data.registry import check_datasets
-    from sylvie.launch.torchrun import plan_geometry
 
     runs = resolve_runs(config, where="config")
     check_datasets(config)
     checked = validate(config)
-    placement = {k: v for k, v in checked["launch"].items() if k != "allocator"}
-    for name, run in runs.items():
-        plan_geometry(run.partition.parts, **placement, where=f"run {name} with config launch")
-    return PipelinePlan(runs, checked["launch"], checked["report"])
+    plan = PipelinePlan(runs, checked["launch"], checked["report"])
+    for name in runs:
+        plan.geometry(name)
+    return plan
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -101,13 +101,12 @@ def _known_types(source: str, options, files_types):
         return None
     else:
         return False
-    if not options.reverse_relations:
-        return None if files_types is not None and types.homogeneous else types
     if files_types is not None:  # one node type and one relation after the reverses: the graph of one type it is
         from sylvie.data.typed_files import undirected_relations
-        types = types.with_reverses(undirected_relations(options))[0]
+        if options.reverse_relations:
+            types = types.with_reverses(undirected_relations(options))[0]
         return None if types.homogeneous else types
-    return types.with_reverses()[0]
+    return types.with_reverses()[0] if options.reverse_relations else types
 
 
 def _check_edge_split(name: str, source: str, options, types) -> None:

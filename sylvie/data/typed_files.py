@@ -15,6 +15,7 @@ import numpy as np
 
 from sylvie.data.edge_files import read_edge_rows
 from sylvie.data.graph import Graph, typed_edges
+from sylvie.data.link_split import in_sorted
 from sylvie.data.node_table import NodeTable, read_node_table
 from sylvie.data.own_graph import canonical_edges, random_split, warn_classes, warn_edges
 from sylvie.errors import SylvieError
@@ -151,10 +152,7 @@ def _warn_one_way(edges: str, index: int, relation: Relation, src: np.ndarray, d
     m = src.shape[0]
     if m == 0:
         return
-    keys = np.sort(src * n + dst)
-    back = dst * n + src
-    at = np.minimum(np.searchsorted(keys, back), m - 1)
-    share = float(np.count_nonzero(keys[at] == back)) / m
+    share = float(np.count_nonzero(in_sorted(dst * n + src, np.sort(src * n + dst)))) / m
     if share < ONE_WAY_SHARE:
         split = (f"its reverse, rev-{relation.name}, a relation of its own" if reverse else
                  "no reverse: a node hears only the nodes its edges come from")

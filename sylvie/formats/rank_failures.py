@@ -95,11 +95,16 @@ def record_exception(e: BaseException, env: dict | None = None) -> None:
     record_failure(exception_message(e), env, kind="comm" if comm else "error")
 
 
-def signal_message(signum: int) -> str:
+def signal_message(signum: int, outside: bool = False) -> str:
+    """How a rank killed by ``signum`` ended, with what the signal most likely means; ``outside``: a stopping
+    signal that came from outside the run (see ``record_rank_exit``)."""
     try:
         name = signal.Signals(signum).name
     except ValueError:
         name = f"signal {signum}"
+    if outside:
+        return (f"it was killed by signal {signum} ({name}) from outside the run: torchrun saw it end before any "
+                f"other rank")
     hint = _SIGNAL_HINTS.get(signum)
     return f"it was killed by signal {signum} ({name}{'; ' + hint if hint else ''})"
 
@@ -114,10 +119,7 @@ def record_rank_exit(folder: str, rank: int, pid: int, exitcode: int, when: floa
     if exitcode < 0:
         outside = first and -exitcode in _STOPPING
         kind = "stopped" if -exitcode in _STOPPING and not outside else "signal"
-        message = signal_message(-exitcode)
-        if outside:
-            message = (f"{message.split(';')[0].rstrip(')')}) from outside the run: torchrun saw it end before any "
-                       f"other rank")
+        message = signal_message(-exitcode, outside)
     else:
         kind, message = "exit", f"it exited with code {exitcode} without reporting an error; see its output above"
     entry = {"time": float(when) + 1.0, "seq": seq, "rank": str(rank), "host": socket.gethostname(), "pid": pid,

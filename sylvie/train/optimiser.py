@@ -42,12 +42,12 @@ def _named_class(module, base: type, name: str, knob: str, what: str) -> type:
 
     def usable(n: str, c) -> bool:
         return (inspect.isclass(c) and issubclass(c, base) and c is not base and not n.startswith("_")
-                and n not in refused and not (inspect.isabstract(c) or c.__dict__.get("__abstractmethods__")))
+                and n not in refused and not inspect.isabstract(c))
 
     cls = getattr(module, name, None)
     if not usable(name, cls):
         known = sorted(n for n, c in vars(module).items() if usable(n, c))
-        why = f"{refused[name]}" if name in refused else f"not {what}"
+        why = refused[name] if name in refused else f"not {what}"
         raise SylvieError(f"{knob} {name!r}: {why}; choose one of {', '.join(known)}")
     return cls
 

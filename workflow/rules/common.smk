@@ -86,12 +86,9 @@ def dataset_dir(run_name):
     return f"data/datasets/{RUNS[run_name].dataset}"
 
 
-PLACEMENT = {k: v for k, v in LAUNCH.items() if k != "allocator"}  # config launch's knobs of where ranks go
-
-
 def geometry(run_name):
     """How the run's ranks are placed on Slurm nodes (config `launch`)."""
-    return plan_geometry(RUNS[run_name].partition.parts, **PLACEMENT, where=f"run {run_name} with config launch")
+    return PLAN.geometry(run_name)
 
 
 
