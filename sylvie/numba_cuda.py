@@ -23,6 +23,8 @@ __all__ = ["cuda"]
 
 _FULL = 0xFFFFFFFF
 _WARP = 32
+_POLL_S = 0.25
+_ARRIVAL_BOUND_S = 300.0  # a lane that neither arrives nor ends in this long waits on something else: a deadlock
 
 
 class _WarpExchange:
@@ -35,13 +37,20 @@ class _WarpExchange:
         self.generation = 0
         self.snapshot: dict[int, object] = {}
 
-    def _lanes_alive(self) -> int:
-        """The mask's lanes whose simulator threads are running (every thread of a block starts at once)."""
-        return sum(1 for t in threading.enumerate() if getattr(t, "blockIdx", None) is not None
-                   and tuple(t.blockIdx) == self.block and t.thread_id // _WARP == self.warp
-                   and t.thread_id % _WARP in self.lanes)
+    def _lanes_finished(self, block_threads: dict) -> list[int]:
+        """The mask's lanes, still missing, whose simulator threads have run to their end.
 
-    def values(self, lane: int, value) -> dict[int, object]:
+        A lane whose thread the simulator has not created or started yet is not among them: it is still coming (the
+        simulator starts a block's threads one by one, and on a loaded machine the last ones start seconds later).
+        """
+        finished = []
+        for lane in self.lanes:
+            thread = block_threads.get(self.warp * _WARP + lane)
+            if lane not in self.slots and thread is not None and thread.sylvie_finished:
+                finished.append(lane)
+        return finished
+
+    def values(self, lane: int, value, block_threads: dict) -> dict[int, object]:
         """Every lane's value at this call (blocks until all the mask's lanes have made it)."""
         with self.cond:
             self.slots[lane] = value
@@ -51,14 +60,20 @@ class _WarpExchange:
                 self.generation += 1
                 self.cond.notify_all()
                 return self.snapshot
-            waits = 0
+            waited = 0.0
             while self.generation == generation:
-                self.cond.wait(0.25)
-                waits += 1
-                if self.generation == generation and waits % 4 == 0 and self._lanes_alive() < len(self.lanes):
+                self.cond.wait(_POLL_S)
+                waited += _POLL_S
+                if self.generation != generation:
+                    break
+                finished = self._lanes_finished(block_threads)
+                if finished:
+                    raise RuntimeError(f"warp intrinsic: lanes {finished} of the mask exited before it (undefined "
+                                       f"on a GPU)")
+                if waited >= _ARRIVAL_BOUND_S:
                     missing = sorted(set(self.lanes) - set(self.slots))
-                    raise RuntimeError(f"warp intrinsic: lanes {missing} of the mask exited before it (undefined on "
-                                       f"a GPU)")
+                    raise RuntimeError(f"warp intrinsic: lanes {missing} of the mask did not reach it in "
+                                       f"{_ARRIVAL_BOUND_S:.0f} s (waiting at another warp intrinsic or barrier?)")
             return self.snapshot  # nobody can start the next exchange before this lane has read this one
 
 
@@ -78,7 +93,7 @@ def _exchange(module, mask: int, value):
         exchange = exchanges.get(key)
         if exchange is None:
             exchange = exchanges[key] = _WarpExchange(key[0], warp, tuple(j for j in range(_WARP) if (mask >> j) & 1))
-    return lane, exchange.values(lane, value)
+    return lane, exchange.values(lane, value, me.sylvie_block_threads)
 
 
 def _shuffle(module, mask, value, source: int, lane: int, values):
@@ -131,8 +146,39 @@ def _eq_sync(self, mask, predicate):
     return len(set(values.values())) == 1
 
 
+def _tracked_thread(init, run):
+    """BlockThread's ``__init__`` and ``run``, made to keep a table of the block's threads and to mark their end.
+
+    The table holds the threads the simulator has created for the block now running (it runs a launch's blocks one
+    after another), by linear thread id; ``sylvie_finished`` is set once a thread's kernel body has returned or
+    raised. A warp exchange reads both to tell a lane that exited from one not started yet.
+    """
+    def __init__(self, f, manager, blockIdx, threadIdx, debug):
+        init(self, f, manager, blockIdx, threadIdx, debug)
+        block = tuple(self.blockIdx)
+        table = manager.__dict__.get("_sylvie_block_threads")
+        if table is None or table[0] != block:
+            table = manager._sylvie_block_threads = (block, {})
+        table[1][self.thread_id] = self
+        self.sylvie_block_threads = table[1]
+        self.sylvie_finished = False
+
+    def tracked_run(self):
+        try:
+            run(self)
+        finally:
+            self.sylvie_finished = True
+
+    return __init__, tracked_run
+
+
 if _numba_config.ENABLE_CUDASIM:
+    from numba.cuda.simulator.kernel import BlockThread
     from numba.cuda.simulator.kernelapi import FakeCUDAModule
+
+    if not getattr(BlockThread, "_sylvie_tracked", False):
+        BlockThread.__init__, BlockThread.run = _tracked_thread(BlockThread.__init__, BlockThread.run)
+        BlockThread._sylvie_tracked = True
 
     for _name, _function in (("shfl_sync", _shfl_sync), ("shfl_up_sync", _shfl_up_sync),
                              ("shfl_down_sync", _shfl_down_sync), ("shfl_xor_sync", _shfl_xor_sync),

@@ -1,6 +1,6 @@
 """The CUDA simulator's warp intrinsics, which ``sylvie.numba_cuda`` adds to it (numba-cuda's simulator has none): a
 block of 2 warps, each lane's results against what CUDA documents for them, and a lane that exits before a full-mask
-shuffle is an error rather than a hang."""
+shuffle is an error rather than a hang, while a lane the simulator starts late is waited for."""
 import os
 import subprocess
 import sys
@@ -49,6 +49,21 @@ except Exception as e:
     assert "lanes [5] of the mask exited before it" in str(e), e
 else:
     raise AssertionError("a lane that exits before a full-mask shuffle went unnoticed")
+
+# On a loaded machine the simulator starts a block's last threads seconds after its first ones: a lane not started yet
+# is still coming, not exited (seen in CI: lane 31 called exited while its thread had not started).
+import time
+from numba.cuda.simulator.kernel import BlockThread
+start = BlockThread.start
+def late_start(self):
+    if self.thread_id == 31:
+        time.sleep(2.0)
+    start(self)
+BlockThread.start = late_start
+early_out = np.zeros((64, 8), np.int32)
+kernel[1, 64](a, early_out)
+BlockThread.start = start
+assert np.array_equal(early_out, expect), (early_out, expect)
 print("warps ok")
 """
 
