@@ -228,6 +228,11 @@ class CommConfig:
         "bits per value of the halo features (forward) and feature gradients (backward) of layers >= 1, "
         "stochastically rounded per row; 32 = fp32. Layer-0 features are exchanged once, in fp32; evaluation "
         "exchanges in fp32")
+    gradient_bits: Literal[0, 1, 2, 4, 8, 32] = knob(
+        0,
+        "bits per value of the halo feature gradients (backward) of layers >= 1, where they need more than the "
+        "features: 0 = comm.bits. At 1 bit a gradient row's stochastic rounding between its minimum and maximum "
+        "is noise that slows training (benchmarks/records, the gradients' bit width); 4 keeps fp32's accuracy")
     pipeline: bool = knob(
         False,
         "pipelined exchange: epoch t computes with the halo features and gradients received during epoch t-1 while "

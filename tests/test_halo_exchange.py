@@ -42,8 +42,9 @@ def _reference_inner_grad(needs, grads, rank):
     return out
 
 
-def _exchange(needs, rank, a2a, bits=32, pipelined=False):
-    return HaloExchange(_plan(needs, rank), bits=bits, seed=7, rank=rank, pipelined=pipelined, all_to_all=a2a)
+def _exchange(needs, rank, a2a, bits=32, pipelined=False, gradient_bits=0):
+    return HaloExchange(_plan(needs, rank), bits=bits, seed=7, rank=rank, pipelined=pipelined, all_to_all=a2a,
+                        gradient_bits=gradient_bits)
 
 
 @pytest.mark.parametrize("bits", [32, 8, 1])
@@ -70,6 +71,40 @@ def test_fresh_exchange_forward_and_backward(bits):
             assert ((halo - ref_halo).abs() <= step[:, None] * 1.001 + 1e-3).all()
             grad_bound = sum((g.amax(1) - g.amin(1)).max() for g in out_grads) / (2 ** bits - 1) * HALO_PER_PEER
             assert ((grad - ref_grad).abs() <= grad_bound * 1.001 + 1e-3).all()
+
+
+@pytest.mark.parametrize("pipelined", [False, True])
+@pytest.mark.parametrize("bits, gradient_bits", [(1, 4), (1, 32), (2, 8), (8, 1)])
+def test_gradients_travel_at_gradient_bits_and_features_at_bits(bits, gradient_bits, pipelined):
+    """comm.gradient_bits: the halo rows are those of an exchange at ``bits`` and the owners' gradients those of one
+    at ``gradient_bits`` (the same random streams), byte for byte, fresh and stale; the bytes sent are the two
+    messages' at their widths."""
+    needs, inner = _graph()
+    out_grads = [[torch.randn(len(needs[r]), DIM, generator=torch.Generator().manual_seed(100 * k + r))
+                  for r in range(WORLD)] for k in range(2)]
+
+    def rounds(bits_, gradient_bits_):
+        def rank_fn(rank, a2a):
+            exch = _exchange(needs, rank, a2a, bits_, pipelined, gradient_bits_)
+            out = []
+            for k in range(2):  # a fresh round keeping its rows, then a stale one where pipelined
+                exch.start_epoch()
+                exch.begin_round(k, fresh=not (pipelined and k == 1), keep=pipelined)
+                x = (inner[rank] * (k + 1)).clone().requires_grad_()
+                halo = exch(x, layer=1)
+                halo.backward(out_grads[k][rank])
+                out.append((halo.detach(), x.grad, exch.stats.bytes_sent))
+            return out
+        return SimulatedRanks(WORLD).run(rank_fn)
+
+    mixed, forward_like, backward_like = rounds(bits, gradient_bits), rounds(bits, 0), rounds(gradient_bits, 0)
+    for rank in range(WORLD):
+        for k in range(2):
+            (halo, grad, sent), (f_halo, _, f_sent), (_, b_grad, b_sent) = (
+                mixed[rank][k], forward_like[rank][k], backward_like[rank][k])
+            assert torch.equal(halo, f_halo)
+            assert torch.equal(grad, b_grad)
+            assert sent == (f_sent + b_sent) // 2
 
 
 def test_layer_0_is_always_exact():

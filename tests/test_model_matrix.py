@@ -47,6 +47,12 @@ MORE = {
     ("gcn", "sampled-remote-1bit"): {"cache": {"policy": "halo", "alpha": 0.3}, "sampling": {"remote_bits": 4}},
     ("sage", "sampled-remote-1bit"): {"cache": {"policy": "random", "alpha": 0.3}, "sampling": {"remote_bits": 8}},
     ("rgcn", "full-p2"): {"model": {"num_bases": 1}},
+    # the feature gradients' own width (comm.gradient_bits; 0, comm.bits', everywhere else)
+    ("gcn", "full-p2-1bit-pipelined"): {"comm": {"gradient_bits": 4}},
+    ("sage", "full-p2-1bit-pipelined"): {"comm": {"gradient_bits": 2}},
+    ("gat", "full-p2-1bit-pipelined"): {"comm": {"gradient_bits": 8}},
+    ("rgcn", "full-p2-1bit-pipelined"): {"comm": {"gradient_bits": 32}},
+    ("rgat", "full-p2-1bit-pipelined"): {"comm": {"gradient_bits": 1}},
 }
 # values no cell can train here, and where they are run instead
 ELSEWHERE = {

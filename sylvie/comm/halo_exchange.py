@@ -37,8 +37,8 @@ class EpochExchange:
 class HaloExchange:
     """Callable ``(inner_rows, layer) -> halo_rows`` handed to the model; differentiable.
 
-    ``bits`` applies to layers >= 1; layer 0 (the input features, exchanged once) is always fp32 and
-    always synchronous. The random streams of quantization depend on (seed, rank, round, layer,
+    ``bits`` applies to layers >= 1, and ``gradient_bits`` to their backward messages (0: ``bits``); layer 0 (the
+    input features, exchanged once) is always fp32 and always synchronous. The random streams of quantization depend on (seed, rank, round, layer,
     direction), so a run repeats exactly, also after resuming.
 
     Call ``begin_round(epoch, fresh=..., keep=...)`` once per training step: ``fresh`` exchanges now
@@ -55,9 +55,10 @@ class HaloExchange:
 
     def __init__(self, plan: HaloPlan, stats: CommStats | None = None, bits: int = FULL_PRECISION,
                  seed: int = 0, rank: int = 0, pipelined: bool = False, smoothing: float = 0.0,
-                 all_to_all: AllToAll | None = None):
+                 all_to_all: AllToAll | None = None, gradient_bits: int = 0):
         self.plan = plan
         self.stats = stats or CommStats()
+        self.gradient_bits = gradient_bits or bits
         self.bits, self.seed, self.rank, self.round = bits, seed, rank, 0
         self.fresh, self.keep_for_next = True, False
         self.round_plan = self.next_plan = plan
@@ -107,8 +108,8 @@ class HaloExchange:
         every round the same (no boundary-node sampling), for a ``layer`` index of its own."""
         if len(self.plan.send_counts) == 1:  # one rank: no halo. Otherwise every rank joins the collective.
             return inner.new_empty((0,) + tuple(inner.shape[1:]))
-        bits = FULL_PRECISION if layer == 0 else self.bits
-        wire = Wire(bits, (self.seed, self.rank, self.round), layer, self.stats, self.all_to_all)
+        bits, gradient_bits = (FULL_PRECISION, FULL_PRECISION) if layer == 0 else (self.bits, self.gradient_bits)
+        wire = Wire(bits, (self.seed, self.rank, self.round), layer, self.stats, self.all_to_all, gradient_bits)
         plan = self.round_plan if rows is None else rows
         if layer == 0 or not torch.is_grad_enabled():  # input features, or evaluation: always fresh
             return HaloRows.apply(inner, plan, plan, wire, None, True, False, None)

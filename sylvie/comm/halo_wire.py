@@ -21,24 +21,27 @@ AHEAD = 1  # key part of the rows a synchronous round sends ahead for the next r
 
 
 class Wire:
-    """How one exchange is encoded and sent: bit width, random stream of its messages, the all-to-all."""
+    """How one exchange is encoded and sent: bit width (``gradient_bits``: of the backward messages, 0 for
+    ``bits``), random stream of its messages, the all-to-all."""
 
     def __init__(self, bits: int, key_parts: tuple[int, ...], layer: int, stats: CommStats,
-                 all_to_all: AllToAll | None = None):
+                 all_to_all: AllToAll | None = None, gradient_bits: int = 0):
         self.bits, self.key_parts, self.layer, self.stats = bits, key_parts, layer, stats
+        self.gradient_bits = gradient_bits or bits
         self.all_to_all = all_to_all or torch_all_to_all()
 
     def ahead(self) -> Wire:
         """This wire with a random stream of its own, for a second message of the same round and layer: the rows a
         synchronous round sends ahead, in the background, for the next round's boundary sample."""
-        return Wire(self.bits, (*self.key_parts, AHEAD), self.layer, self.stats, self.all_to_all)
+        return Wire(self.bits, (*self.key_parts, AHEAD), self.layer, self.stats, self.all_to_all, self.gradient_bits)
 
     def _encode(self, rows: torch.Tensor, send_counts: list[int], recv_counts: list[int], direction: int):
         what = f"layer {self.layer} {'forward features' if direction == FORWARD else 'backward feature gradients'}"
         t0 = time.perf_counter()
-        enc = encode(rows.contiguous(), self.bits, send_counts, what=what,
+        bits = self.bits if direction == FORWARD else self.gradient_bits
+        enc = encode(rows.contiguous(), bits, send_counts, what=what,
                      key=message_key(*self.key_parts, self.layer, direction))
-        recv_layout = Layout.of(recv_counts, rows.shape[1], self.bits)
+        recv_layout = Layout.of(recv_counts, rows.shape[1], bits)
         recv = torch.empty(recv_layout.total_bytes, dtype=torch.uint8, device=rows.device)
         self.stats.add(codec_seconds=time.perf_counter() - t0, sent=enc.layout.total_bytes,
                        received=recv_layout.total_bytes, fp32_sent=rows.shape[0] * rows.shape[1] * 4)

@@ -45,6 +45,7 @@ class HaloEpoch:
     drift_features: float | None  # relative change of the boundary features since the last epoch (None: unmeasured)
     drift_gradients: float | None
     planned: PlannedEpoch
+    gradient_bits: int | None = None  # width of the halo feature gradients on the wire (None: written before it was)
 
 
 @dataclass(frozen=True)
@@ -171,7 +172,7 @@ class EpochRecord:
 _NUMBERS = ("epoch", "epoch_time", "compute_time", "comm_time", "hidden_comm_time", "codec_time", "allreduce_time",
             "sample_time", "eval_time", "bits", "bytes_sent", "bytes_received", "fp32_bytes_sent", "allreduce_bytes",
             "train_acc", "val_acc", "test_acc", "halo_time", "staleness", "minibatches", "input_rows_per_batch",
-            "rows_local", "rows_cached", "rows_remote", "cache_hit_rate", "remote_bytes", "lr")
+            "rows_local", "rows_cached", "rows_remote", "cache_hit_rate", "remote_bytes", "lr", "gradient_bits")
 _RANK_TIMES = ("rank_compute_time", "rank_wait_time", "rank_minor_faults", "rank_peak_rss")
 SCHEMA = {"type": "object", "required": ["loss"],
           "properties": {"loss": {"type": ["number", "null"]},
@@ -188,7 +189,8 @@ _DEFAULTS = {"train_acc": None, "val_acc": None, "test_acc": None, "codec_time":
              "sync_reason": "", "boundary_sampling": 1.0, "drift_features": None, "drift_gradients": None,
              "store_device_bytes": 0, "store_host_bytes": 0, "fetch_time": 0.0, "fetch_wait_time": 0.0,
              "remote_bytes": 0, "cache_hit_rate": None, "rank_compute_time": None, "rank_wait_time": None,
-             "rank_minor_faults": None, "rank_peak_rss": None, "lr": None, "metric": "accuracy", "run": None}
+             "rank_minor_faults": None, "rank_peak_rss": None, "lr": None, "metric": "accuracy", "run": None,
+             "gradient_bits": None}
 
 
 def _values(kind, obj: dict, skip: tuple[str, ...] = ()) -> dict:

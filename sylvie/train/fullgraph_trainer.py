@@ -50,7 +50,7 @@ class FullGraphTrainer:
         dev = ctx.device
         self.graph = RankGraph(ctx, shard, self_loop_edges(model), needs_global_out_degrees(model))
         self.halo = HaloExchange(self.graph.plan, CommStats(), comm.bits, seed, ctx.rank, pipelined=comm.pipeline,
-                                 smoothing=comm.smoothing)
+                                 smoothing=comm.smoothing, gradient_bits=comm.gradient_bits)
         self.adaptor = self._adaptor(start=0)
         self.sampler = BoundarySampler(self.graph.plan, train.boundary_sampling, seed, ctx.rank)
         self.sample_seconds = 0.0
@@ -153,7 +153,8 @@ class FullGraphTrainer:
                 sync_reason=mode.reason, boundary_sampling=self.train_cfg.boundary_sampling,
                 drift_features=_finite_or_none(halo.drift_features),
                 drift_gradients=_finite_or_none(halo.drift_gradients),
-                planned=PlannedEpoch(epoch + 2, planned.synchronous, planned.reason)))
+                planned=PlannedEpoch(epoch + 2, planned.synchronous, planned.reason),
+                gradient_bits=self.halo.gradient_bits))
 
     # ---- what the run loop asks of a trainer (sylvie.train.protocol.Trainer) ----
 
