@@ -231,8 +231,9 @@ class CommConfig:
     gradient_bits: Literal[0, 1, 2, 4, 8, 32] = knob(
         0,
         "bits per value of the halo feature gradients (backward) of layers >= 1, where they need more than the "
-        "features: 0 = comm.bits. At 1 bit a gradient row's stochastic rounding between its minimum and maximum "
-        "is noise that slows training (benchmarks/records, the gradients' bit width); 4 keeps fp32's accuracy")
+        "features: 0 = comm.bits. At 1 bit nearly every value of a gradient row rounds to the row's minimum or "
+        "maximum, a noise that slows training where most rows are halo rows (typed graphs with learnt embeddings: "
+        "docs/full-graph.md); 4 bits train as fast as fp32 gradients there")
     pipeline: bool = knob(
         False,
         "pipelined exchange: epoch t computes with the halo features and gradients received during epoch t-1 while "
