@@ -13,7 +13,7 @@ canonical graph (``HeteroGraphConv`` of ``GraphConv(norm='right')`` per relation
 node type and a bias: DGL's entity-classification layer; words an ``nn.Embedding``), both 2 x 16, dropout 0.5 between
 the layers, Adam lr 0.01, weight decay 5e-4, the test accuracy at the best validation epoch, seeds 0-2.
 
-    python benchmarks/typed_export_accuracy.py [--epochs 200] [--seeds 0 1 2] [--record]
+    python benchmarks/typed_export_accuracy.py [--epochs 200] [--seeds 0 1 2] [--forms undirected ...] [--record]
 """
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ HIDDEN, LR, WEIGHT_DECAY, DROPOUT = 16, 0.01, 5e-4, 0.5
 FORMS = ("undirected", "both ways", "one way")
 
 
-def graphs(work: Path) -> dict:
+def graphs(work: Path, forms=FORMS) -> dict:
     """Each form's canonical graph, built from the exported files by ``sylvie download``'s loader."""
     cora_dir = work / "cora"
     if not (cora_dir / "meta.json").exists():
@@ -51,7 +51,7 @@ def graphs(work: Path) -> dict:
                                                        "raw_dir": str(REPO / "data/embedded/planetoid")}))
     cora = load_graph(cora_dir)
     out = {}
-    for form in FORMS:
+    for form in forms:
         options = write_papers_and_words(cora, work / f"files-{form.replace(' ', '-')}",
                                          cites_both_ways=form == "both ways")
         if form != "undirected":
@@ -150,14 +150,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--epochs", type=int, default=200)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--forms", nargs="+", choices=FORMS, default=list(FORMS), help="the forms of the citations to train")
     ap.add_argument("--work", default="results/bench-typed-export", help="the files and graphs go here")
     add_record_option(ap, "typed-export-accuracy")
     args = ap.parse_args()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
-    built = graphs(work)
+    built = graphs(work, args.forms)
     rows = []
-    for form in FORMS:
+    for form in args.forms:
         g = built[form]
         t0 = time.perf_counter()
         mine = [ours(g, args.epochs, s) for s in args.seeds]
