@@ -150,7 +150,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--epochs", type=int, default=200)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    ap.add_argument("--forms", nargs="+", choices=FORMS, default=list(FORMS), help="the forms of the citations to train")
+    ap.add_argument("--forms", nargs="+", choices=FORMS, default=list(FORMS),
+                    help="the forms of the citations to train")
     ap.add_argument("--work", default="results/bench-typed-export", help="the files and graphs go here")
     add_record_option(ap, "typed-export-accuracy")
     args = ap.parse_args()

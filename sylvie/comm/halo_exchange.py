@@ -38,8 +38,8 @@ class HaloExchange:
     """Callable ``(inner_rows, layer) -> halo_rows`` handed to the model; differentiable.
 
     ``bits`` applies to layers >= 1, and ``gradient_bits`` to their backward messages (0: ``bits``); layer 0 (the
-    input features, exchanged once) is always fp32 and always synchronous. The random streams of quantization depend on (seed, rank, round, layer,
-    direction), so a run repeats exactly, also after resuming.
+    input features, exchanged once) is always fp32 and always synchronous. The random streams of quantization
+    depend on (seed, rank, round, layer, direction), so a run repeats exactly, also after resuming.
 
     Call ``begin_round(epoch, fresh=..., keep=...)`` once per training step: ``fresh`` exchanges now
     (synchronous) rather than computing with the previous round's data; ``keep`` makes this round's data

@@ -17,8 +17,8 @@ def format_epoch(r: EpochRecord, epochs: int) -> str:
     return (f"epoch {r.epoch + 1:>4}/{epochs} | loss {r.loss:.4f} | {splits} | {r.epoch_time:.3f} s "
             f"(comm {r.comm_time:.3f} s waited, {r.hidden_comm_time:.3f} s hidden) | "
             f"sent {r.bytes_sent / 1e6:.2f} MB at {r.bits} bits"
-            + (f" (gradients {r.halo.gradient_bits})" if r.halo is not None and r.halo.gradient_bits not in (None, r.bits)
-               else "")
+            + (f" (gradients {r.halo.gradient_bits})"
+               if r.halo is not None and r.halo.gradient_bits not in (None, r.bits) else "")
             + (f" | {'sync' if r.halo.staleness == 0 else 'stale'}" if r.halo is not None and r.halo.pipeline else "")
             + _pace(r))
 
