@@ -183,6 +183,20 @@ def steady_medians(records, keys) -> dict:
     return {k: statistics.median(r.value(k) for r in steady) for k in keys}
 
 
+def embedded_cora(work: str | Path):
+    """Cora from the repository's embedded Planetoid files, in canonical form under ``WORK/cora`` (written once),
+    loaded (``sylvie.data.graph.Graph``)."""
+    from sylvie.config import section
+    from sylvie.data.graph import load_graph
+    from sylvie.data.registry import download
+
+    cora_dir = Path(work) / "cora"
+    if not (cora_dir / "meta.json").exists():
+        download("cora", cora_dir, section("dataset", {"source": "planetoid", "allow_download": False,
+                                                       "raw_dir": str(REPO / "data/embedded/planetoid")}))
+    return load_graph(cora_dir)
+
+
 @dataclass(frozen=True)
 class WholeGraph:
     """A canonical graph as a plain DGL user loads it, for the baselines: everything in one process."""

@@ -25,15 +25,14 @@ import sys
 import time
 from pathlib import Path
 
-from common import REPO, add_record_option, partition, publish, sylvie, synthetic_graph
+from common import REPO, add_record_option, embedded_cora, partition, publish, sylvie, synthetic_graph
 
 sys.path.insert(0, str(REPO / "tests"))
 from support.graphs import write_papers_and_words  # noqa: E402  (the tests' writer: one copy of the export)
 
 from sylvie.config import section  # noqa: E402
-from sylvie.data.graph import load_graph  # noqa: E402
 from sylvie.data.registry import download  # noqa: E402
-from sylvie.formats.epoch_record import read_metrics  # noqa: E402
+from sylvie.formats.model_file import load_model  # noqa: E402
 
 PARTS = 4
 ARCHS = {"rgcn": ["--arch", "rgcn", "--hidden", "64", "--dropout", "0.5"],
@@ -55,11 +54,7 @@ def build(name: str, work: Path) -> Path:
         return target
     if name == "mag":
         return synthetic_graph(target, preset="mag", nodes=48494)
-    cora_dir = work / "cora"
-    if not (cora_dir / "meta.json").exists():
-        download("cora", cora_dir, section("dataset", {"source": "planetoid", "allow_download": False,
-                                                       "raw_dir": str(REPO / "data/embedded/planetoid")}))
-    options = write_papers_and_words(load_graph(cora_dir), work / "cora-words-files")
+    options = write_papers_and_words(embedded_cora(work), work / "cora-words-files")
     download("cora-words", target, section("dataset", options))
     return target
 
@@ -76,20 +71,13 @@ def statistics_line(name: str, manifest: dict) -> str:
             f"halo rows {halo:,} against {inner:,} inner rows ({halo / inner:.2f}x).")
 
 
-def best_test(run_dir: Path) -> float:
-    """The test accuracy of the epoch of best validation accuracy (the first such epoch, as the run keeps it)."""
-    records = [r for r in read_metrics(run_dir) if r.val_acc is not None]
-    best = max(records, key=lambda r: (r.val_acc, -r.epoch))
-    return best.test_acc
-
-
 def train(part: Path, out: Path, arch: str, seed: int, epochs: int, flags: list[str]) -> float:
     if not (out / "model.pt").exists():
         sylvie("launch", "--ranks", PARTS, "--", "sylvie", "train", "--partition", part, "--out", out, "--seed", seed,
                *ARCHS[arch], "--layers", "2", "--epochs", epochs, "--lr", "0.01", "--weight-decay", "0",
                "--checkpoint-every", "0", "--log-every", epochs, "--no-progress", *flags,
                log=out.with_suffix(".log"), timeout_s=3600)
-    return best_test(out)
+    return load_model(out / "model.pt").summary["test_acc_at_best_val"]  # the epoch the run kept
 
 
 def main() -> None:

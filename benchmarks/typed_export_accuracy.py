@@ -28,7 +28,7 @@ import dgl
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from common import REPO, add_record_option, publish
+from common import REPO, add_record_option, embedded_cora, publish
 
 sys.path.insert(0, str(REPO / "tests"))
 from support.graphs import write_papers_and_words  # noqa: E402  (the tests' writer: one copy of the export)
@@ -45,11 +45,7 @@ FORMS = ("undirected", "both ways", "one way")
 
 def graphs(work: Path, forms=FORMS) -> dict:
     """Each form's canonical graph, built from the exported files by ``sylvie download``'s loader."""
-    cora_dir = work / "cora"
-    if not (cora_dir / "meta.json").exists():
-        download("cora", cora_dir, section("dataset", {"source": "planetoid", "allow_download": False,
-                                                       "raw_dir": str(REPO / "data/embedded/planetoid")}))
-    cora = load_graph(cora_dir)
+    cora = embedded_cora(work)
     out = {}
     for form in forms:
         options = write_papers_and_words(cora, work / f"files-{form.replace(' ', '-')}",

@@ -30,8 +30,8 @@ _ARRIVAL_BOUND_S = 300.0  # a lane that neither arrives nor ends in this long wa
 class _WarpExchange:
     """One rendezvous of the lanes of a mask in one warp of one block, reused call after call."""
 
-    def __init__(self, block: tuple, warp: int, lanes: tuple[int, ...]):
-        self.block, self.warp, self.lanes = block, warp, lanes
+    def __init__(self, warp: int, lanes: tuple[int, ...]):
+        self.warp, self.lanes = warp, lanes
         self.cond = threading.Condition()
         self.slots: dict[int, object] = {}
         self.generation = 0
@@ -92,7 +92,7 @@ def _exchange(module, mask: int, value):
         exchanges = module.__dict__.setdefault("_sylvie_warp_exchanges", {})
         exchange = exchanges.get(key)
         if exchange is None:
-            exchange = exchanges[key] = _WarpExchange(key[0], warp, tuple(j for j in range(_WARP) if (mask >> j) & 1))
+            exchange = exchanges[key] = _WarpExchange(warp, tuple(j for j in range(_WARP) if (mask >> j) & 1))
     return lane, exchange.values(lane, value, me.sylvie_block_threads)
 
 
