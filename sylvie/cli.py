@@ -194,10 +194,10 @@ def _launch(args) -> None:
     from sylvie.launch.torchrun import launch, plan_geometry
 
     knobs = {k[len("launch."):]: v for k, v in vars(args).items() if k.startswith("launch.")}
-    allocator = knobs.pop("allocator")
+    allocator, launcher = knobs.pop("allocator"), knobs.pop("launcher")
     g = plan_geometry(args.ranks, nodes=args.nodes, **knobs)
     return launch(g, _after_dashes(args.command), threads=args.threads, slurm_task=args.slurm_task,
-                  watch_pid=args.watch_pid, allocator=allocator)
+                  watch_pid=args.watch_pid, allocator=allocator, launcher=launcher)
 
 
 def _bench_cluster(args) -> None:
@@ -349,11 +349,14 @@ def build_parser() -> argparse.ArgumentParser:
     add_section_arguments(r, "report", knobs=top_level_properties("report"))
     r.set_defaults(func=_report)
 
-    la = sub.add_parser("launch", help="start the ranks of a run: torchrun here, or srun + torchrun per Slurm node",
+    la = sub.add_parser("launch", help="start the ranks of a run: forked or torchrun here, srun + torchrun per "
+                                       "Slurm node",
                         description="Start RANKS processes of COMMAND (usually `sylvie train ...`, after --). Outside "
-                                    "Slurm: torchrun --standalone --nproc-per-node RANKS. Inside a Slurm allocation "
-                                    "(SLURM_JOB_ID set): srun with one task per node, each a torchrun of "
-                                    "RANKS/NODES processes, c10d rendezvous on the first node of the allocation.")
+                                    "Slurm: RANKS processes forked from one that has imported torch and sylvie "
+                                    "(--launcher fork, for sylvie's own commands) or torchrun --standalone "
+                                    "--nproc-per-node RANKS. Inside a Slurm allocation (SLURM_JOB_ID set): srun with "
+                                    "one task per node, each a torchrun of RANKS/NODES processes, c10d rendezvous on "
+                                    "the first node of the allocation.")
     la.add_argument("--ranks", type=int, required=True, help="processes in all (one per partition)")
     add_section_arguments(la, "launch", knobs=top_level_properties("launch"))
     la.add_argument("--nodes", type=int, default=None, help="exactly this many nodes (instead of --ranks-per-node)")

@@ -47,7 +47,7 @@ class PipelinePlan:
         SylvieError naming the run where they cannot be."""
         from sylvie.launch.torchrun import plan_geometry
 
-        placement = {k: v for k, v in self.launch.items() if k != "allocator"}  # the knobs of where ranks go
+        placement = {k: v for k, v in self.launch.items() if k not in ("allocator", "launcher")}  # where ranks go
         return plan_geometry(self.runs[name].partition.parts, **placement, where=f"run {name} with config launch")
 
 

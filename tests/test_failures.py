@@ -18,9 +18,10 @@ from sylvie.launch.process_tree import alive
 from sylvie.launch.process_tree import training_ranks as rank_pids
 
 
-def launch(part_dir, out, *train_args, ranks=2, check=False, **kw):
-    return run([str(BIN / "sylvie"), "launch", "--ranks", str(ranks), "--", "sylvie", "train", "--partition",
-                str(part_dir), "--out", str(out), "--no-progress", *map(str, train_args)], check=check, **kw)
+def launch(part_dir, out, *train_args, ranks=2, check=False, launcher="fork", **kw):
+    return run([str(BIN / "sylvie"), "launch", "--ranks", str(ranks), "--launcher", launcher, "--", "sylvie", "train",
+                "--partition", str(part_dir), "--out", str(out), "--no-progress", *map(str, train_args)], check=check,
+               **kw)
 
 
 def start_launch(part_dir, out, *train_args, extra=()):
@@ -113,8 +114,9 @@ def test_a_rank_stopped_from_outside_comes_before_the_connection_errors_it_cause
     record_rank_exit(str(tmp_path), 1, 101, -sig, 100, seq=1, first=True)
     record_rank_exit(str(tmp_path), 0, 100, -signal.SIGTERM, 100, seq=0)  # torchrun stopping rank 0 after it
     first = first_failure(tmp_path)
-    assert first["rank"] == "1" and first["message"] == (f"it was killed by signal {int(sig)} ({sig.name}) from "
-                                                         f"outside the run: torchrun saw it end before any other rank")
+    assert first["rank"] == "1" and first["message"] == (
+        f"it was killed by signal {int(sig)} ({sig.name}) from outside the run: its launcher saw it end before any "
+        "other rank")
 
 
 @pytest.mark.unit
@@ -134,7 +136,7 @@ def test_a_failed_collective_is_recorded_as_a_communication_error(tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize(("sig", "said"), [(signal.SIGKILL, "it was killed by signal 9 (SIGKILL; out of memory?)"),
                                            (signal.SIGTERM, "it was killed by signal 15 (SIGTERM) from outside the "
-                                                            "run: torchrun saw it end before any other rank")])
+                                                            "run: its launcher saw it end before any other rank")])
 def test_a_rank_killed_by_a_signal_is_named_last(cora_partitions, tmp_path, sig, said):
     out = tmp_path / "run"
     proc = start_launch(cora_partitions[2], out, *FOREVER)
@@ -341,7 +343,8 @@ def test_ranks_join_where_rank_0_makes_the_store(cora_partitions, tmp_path):
     """Where torchrun does not share its agent's store (torch < 2.5, or TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1), the
     store exists only once rank 0 joins: the watchdog starts after joining instead of waiting for a store that no
     rank has made (every rank failed there with 'cannot reach the rendezvous store')."""
-    p = launch(cora_partitions[2], tmp_path / "run", "--epochs", "2", env={"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"})
+    p = launch(cora_partitions[2], tmp_path / "run", "--epochs", "2", launcher="torchrun",
+               env={"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"})
     assert p.returncode == 0, p.stderr[-2000:]
     assert len(read_jsonl(tmp_path / "run" / "metrics.jsonl")) == 2
 
@@ -367,7 +370,7 @@ def test_ctrl_c_stops_the_run_with_one_clear_line(cora_partitions, tmp_path):
     assert "Traceback" not in err and "SignalException" not in err, err
     # nor torchrun's account of stopping each rank, nor each rank's own "interrupted"
     assert "closing signal" not in err and "death signal" not in err and "interrupted" not in err, err
-    assert err.strip().splitlines()[-1] == "sylvie launch: stopped torchrun (SIGINT received)", err
+    assert err.strip().splitlines()[-1] == "sylvie launch: stopped the ranks (SIGINT received)", err
     deadline = time.monotonic() + 45
     while time.monotonic() < deadline and any(alive(p) for p in pids.values()):
         time.sleep(0.2)

@@ -44,11 +44,17 @@ def test_launcher_follows_the_environment():
     assert where_to_launch({"SLURM_JOB_ID": "7"}) == "slurm"  # batch script, or the jobstep's stripped shell
     assert where_to_launch({"SLURM_JOB_ID": "7", "SLURM_STEP_ID": "0"}) == "slurm-step"
     cmd = ["sylvie", "train", "--partition", "p"]
+    # sylvie's own command: its ranks forked from one process that has imported what they need (launch.launcher)
     here = launch_argv(plan_geometry(4), cmd, env={})
-    # torchrun, run by sylvie.launch.supervise (which records how each failed rank ended)
-    assert here[1:7] == ["-m", "sylvie.launch.supervise", "--standalone", "--nproc-per-node", "4", "--no-python"]
-    assert here[-4:] == cmd
-    assert launch_argv(plan_geometry(1), cmd, env={"SLURM_JOB_ID": "7", "SLURM_STEP_ID": "0"})[3] == "--standalone"
+    assert here[1:] == ["-m", "sylvie.launch.forked_ranks", "--ranks", "4", "--", *cmd]
+    # torchrun, run by sylvie.launch.supervise (which records how each failed rank ended): asked for, or for a command
+    # that is not sylvie's
+    for launcher, command in (("torchrun", cmd), ("fork", ["python", "my_script.py"])):
+        here = launch_argv(plan_geometry(4), command, env={}, launcher=launcher)
+        assert here[1:7] == ["-m", "sylvie.launch.supervise", "--standalone", "--nproc-per-node", "4", "--no-python"]
+        assert here[7:] == command
+    assert launch_argv(plan_geometry(1), cmd, env={"SLURM_JOB_ID": "7", "SLURM_STEP_ID": "0"},
+                       launcher="torchrun")[3] == "--standalone"
     srun = launch_argv(plan_geometry(4, nodes=2, gpus_per_node=2), cmd, env={"SLURM_JOB_ID": "7"})
     assert srun[:4] == ["srun", "--nodes=2", "--ntasks=2", "--ntasks-per-node=1"] and "--gres=gpu:2" in srun
     assert srun[srun.index("launch"):srun.index("--")] == ["launch", "--slurm-task", "--ranks", "4", "--nodes", "2",

@@ -39,7 +39,7 @@ _SIGNAL_HINTS = {
     signal.SIGSEGV: "a crash in native code; see its output above",
     signal.SIGABRT: "aborted by native code; see its output above",
     signal.SIGBUS: "a memory-mapped file changed, or /dev/shm is full?",
-    signal.SIGTERM: "stopped by torchrun or by someone else",
+    signal.SIGTERM: "stopped by its launcher or by someone else",
     signal.SIGINT: "interrupted",
     signal.SIGHUP: "its terminal went away",
 }
@@ -103,8 +103,8 @@ def signal_message(signum: int, outside: bool = False) -> str:
     except ValueError:
         name = f"signal {signum}"
     if outside:
-        return (f"it was killed by signal {signum} ({name}) from outside the run: torchrun saw it end before any "
-                f"other rank")
+        return (f"it was killed by signal {signum} ({name}) from outside the run: its launcher saw it end before "
+                f"any other rank")
     hint = _SIGNAL_HINTS.get(signum)
     return f"it was killed by signal {signum} ({name}{'; ' + hint if hint else ''})"
 

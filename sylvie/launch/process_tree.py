@@ -49,8 +49,19 @@ def start_time(pid: int) -> str | None:
     return fields[19] if fields is not None and len(fields) > 19 and fields[0] not in ("Z", "X") else None
 
 
+FORKED_RANK = "sylvie-rank"  # launch.forked_ranks.rank_name's prefix
+
+
+def _process_name(proc: Path) -> str:
+    try:
+        return (proc / "comm").read_text().strip()
+    except OSError:
+        return ""
+
+
 def training_ranks(run_dir: str | os.PathLike) -> dict[int, int]:
-    """rank -> pid of the ``sylvie train`` processes (under torchrun) writing ``run_dir``."""
+    """rank -> pid of the ``sylvie train`` processes writing ``run_dir``: started by torchrun (their environment says
+    their rank) or forked by ``launch.forked_ranks`` (their process name does: ``sylvie-rank<k>``)."""
     found = {}
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
@@ -60,6 +71,11 @@ def training_ranks(run_dir: str | os.PathLike) -> dict[int, int]:
             env = dict(e.split(b"=", 1) for e in (proc / "environ").read_bytes().split(b"\0") if b"=" in e)
         except OSError:
             continue
-        if b"train" in cmd and os.fsencode(run_dir) in cmd and b"LOCAL_RANK" in env:
+        if b"train" not in cmd or os.fsencode(run_dir) not in cmd:
+            continue
+        name = _process_name(proc)
+        if name.startswith(FORKED_RANK):
+            found[int(name[len(FORKED_RANK):])] = int(proc.name)
+        elif b"LOCAL_RANK" in env:
             found[int(env[b"RANK"])] = int(proc.name)
     return found

@@ -88,7 +88,15 @@ def _sylvie() -> list[str]:
     return [sys.executable, "-m", "sylvie"]
 
 
-def standalone_argv(ranks: int, command: list[str]) -> list[str]:
+def forks(command: list[str], launcher: str) -> bool:
+    """Whether ``command``'s ranks are forked here (``launch.forked_ranks``): launcher fork and sylvie's command."""
+    return launcher == "fork" and os.path.basename(command[0]) == "sylvie"
+
+
+def standalone_argv(ranks: int, command: list[str], launcher: str = "fork") -> list[str]:
+    """The ranks on this machine: forked from one process (``forks``), or torchrun --standalone."""
+    if forks(command, launcher):
+        return [sys.executable, "-m", "sylvie.launch.forked_ranks", "--ranks", str(ranks), "--", *command]
     return [*_torchrun(), "--standalone", "--nproc-per-node", str(ranks), "--no-python", *command]
 
 
@@ -164,7 +172,7 @@ def where_to_launch(env: dict | None = None) -> str:
 
 
 def launch_argv(g: Geometry, command: list[str], slurm_task: bool = False, env: dict | None = None,
-                allocator: str = "auto") -> list[str]:
+                allocator: str = "auto", launcher: str = "fork") -> list[str]:
     if slurm_task:
         return slurm_task_argv(g, command)
     where = where_to_launch(env)
@@ -175,7 +183,7 @@ def launch_argv(g: Geometry, command: list[str], slurm_task: bool = False, env: 
                           f"{'a single Slurm step' if where == 'slurm-step' else 'not a Slurm allocation'}; "
                           f"run it with `snakemake --profile workflow/profiles/slurm` (or inside salloc), or set "
                           f"launch.ranks_per_node to 0 to run every rank here")
-    return standalone_argv(g.ranks, command)
+    return standalone_argv(g.ranks, command, launcher)
 
 
 def thread_env(g: Geometry, threads: int | None, slurm_task: bool, env: dict | None = None) -> dict:
@@ -189,16 +197,17 @@ def thread_env(g: Geometry, threads: int | None, slurm_task: bool, env: dict | N
 
 
 def launch(g: Geometry, command: list[str], threads: int | None = None, slurm_task: bool = False,
-           watch_pid: int | None = None, allocator: str = "auto") -> int:
+           watch_pid: int | None = None, allocator: str = "auto", launcher: str = "fork") -> int:
     """Run the launcher as a supervised child (it and its ranks end if this process ends); returns its exit
     status, after repeating the first failing rank's error as the last line. The ranks get ``allocator``'s
-    environment (``launch.allocator``: tcmalloc preloaded where installed), on the node they run on."""
+    environment (``launch.allocator``: tcmalloc preloaded where installed), on the node they run on; outside
+    Slurm they are forked from one process or started by torchrun (``launch.launcher``)."""
     if not command:
         raise SylvieError("launch: no command given; put it after --, e.g. -- sylvie train --partition ...")
     if not shutil.which(command[0]):
         raise SylvieError(f"launch: command not found: {command[0]}; give a program on PATH (e.g. sylvie train ...) "
                           f"or its full path")
-    argv = launch_argv(g, command, slurm_task, allocator=allocator)
+    argv = launch_argv(g, command, slurm_task, allocator=allocator, launcher=launcher)
     if argv[0] == "srun" and not shutil.which("srun"):
         raise SylvieError("SLURM_JOB_ID is set but srun is not on PATH; load the Slurm module or unset SLURM_JOB_ID")
     env = {**os.environ, **thread_env(g, threads, slurm_task)}
@@ -207,4 +216,5 @@ def launch(g: Geometry, command: list[str], threads: int | None = None, slurm_ta
     srun = argv[0] == "srun"
     if not srun:
         env.update(allocator_env(allocator, env))
-    return run_supervised(argv, env, "srun" if srun else "torchrun", collect_failures=not srun, watch_pid=watch_pid)
+    what = "srun" if srun else "the ranks" if argv[2:3] == ["sylvie.launch.forked_ranks"] else "torchrun"
+    return run_supervised(argv, env, what, collect_failures=not srun, watch_pid=watch_pid)

@@ -120,13 +120,14 @@ def evaluate_command(wildcards, input, output, threads, resources):
 # Slurm job of it requests; the launch line reads the job's resources, so that a `--set-resources` override of
 # `nodes` changes the allocation and the launch together.
 
-# `sylvie launch` here is torchrun --standalone with the rule's threads split among the ranks; in a Slurm job, srun of
+# `sylvie launch` here forks the ranks from one process (launch.launcher fork) or runs torchrun --standalone, with
+# the rule's threads split among the ranks; in a Slurm job, srun of
 # one torchrun per node with c10d rendezvous on the first (sylvie/launch/torchrun.py). $PPID is the Snakemake that
 # runs the rule's shell: if it is killed, the ranks stop instead of running on as orphans.
 LAUNCH_LINE = (
     "sylvie launch --watch-pid $PPID --ranks {params.parts} --nodes {resources.nodes} --gpus-per-node "
     "{resources.gpus_per_node} --cpus-per-rank {resources.cpus_per_rank} --threads {threads} --allocator "
-    + LAUNCH["allocator"] + " -- "
+    + LAUNCH["allocator"] + " --launcher " + LAUNCH["launcher"] + " -- "
 )
 
 # what the Slurm executor reads (nodes, tasks, cpus_per_task, mpi, gres, gpu, tasks_per_gpu), then what the launch
