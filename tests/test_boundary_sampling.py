@@ -27,13 +27,12 @@ from sylvie.errors import SylvieError
 from sylvie.models.blocks import halo_subblock
 from sylvie.models.state_dict_adapter import one_relation_keys
 
-pytestmark = pytest.mark.unit
-
 HEADS = 4
 
 
 # ---- the sample ------------------------------------------------------------------------------------------------
 
+@pytest.mark.unit
 def test_owner_and_receiver_draw_the_same_rows(cora_partitions):
     """Rank r's kept halo rows from owner j are, row for row, the rows of j's send list to r that j keeps."""
     graphs = rank_graphs(cora_partitions[4], self_loop=False)
@@ -55,6 +54,7 @@ def test_owner_and_receiver_draw_the_same_rows(cora_partitions):
     assert compared > 100
 
 
+@pytest.mark.unit
 def test_the_sample_changes_every_epoch_and_keeps_share_p():
     full = keep_draw(0, 0, 1, 0, 100_000, 0.3)
     assert abs(full.mean() - 0.3) < 0.01
@@ -64,6 +64,7 @@ def test_the_sample_changes_every_epoch_and_keeps_share_p():
     assert np.array_equal(keep_draw(0, 0, 1, 0, 100_000, 0.3), full)  # repeatable
 
 
+@pytest.mark.unit
 def test_at_p_1_the_sample_is_the_full_plan_itself(cora_partitions):
     """p = 1: every epoch's sample is the full plan object and every halo row, so the trainer takes exactly the
     unsampled path (the whole block, the plan it always used); p < 1 gives a smaller plan."""
@@ -76,6 +77,7 @@ def test_at_p_1_the_sample_is_the_full_plan_itself(cora_partitions):
     assert not s.every_halo_row and s.plan is not g.plan and s.plan.num_halo < g.plan.num_halo
 
 
+@pytest.mark.unit
 def test_the_subblock_drops_the_unkept_halo_rows_and_their_edges(cora_partitions):
     g = rank_graphs(cora_partitions[2], self_loop=True)[1]
     n, h = g.shard.num_inner, g.shard.num_halo
@@ -156,6 +158,7 @@ def _assert_matches(ours_loss, ours_grads, ref_loss, ref_grads):
                                    msg=lambda m, name=name: f"{name}: {m}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("arch", "parts", "share"), [("sage", 2, 0.5), ("gcn", 2, 0.5), ("gat", 2, 0.3),
                                                       ("sage", 4, 0.2), ("gcn", 4, 0.7)])
 def test_a_sampled_step_equals_the_whole_graph_without_the_dropped_halo_edges(cora_dir, cora_partitions, arch, parts,
@@ -176,6 +179,7 @@ def test_a_sampled_step_equals_the_whole_graph_without_the_dropped_halo_edges(co
     assert dropped_edges(graphs, share, seed, 0) != dropped_edges(graphs, share, seed, 1)
 
 
+@pytest.mark.slow
 def test_at_p_1_the_sampled_path_computes_what_the_full_path_does(cora_partitions):
     """The machinery of a sample (sub-plan, sub-block, sampled rows) with every row kept gives the losses and
     gradients of the unsampled step exactly."""
@@ -192,6 +196,7 @@ def test_at_p_1_the_sampled_path_computes_what_the_full_path_does(cora_partition
 
 # ---- bytes, pipelining, 1 bit ---------------------------------------------------------------------------------
 
+@pytest.mark.unit
 @pytest.mark.parametrize(("bits", "pipeline"), [(32, False), (1, True)])
 def test_halo_bytes_shrink_to_share_p(cora_partitions, bits, pipeline):
     model = _model("sage")
@@ -203,6 +208,7 @@ def test_halo_bytes_shrink_to_share_p(cora_partitions, bits, pipeline):
     assert 0.25 < ratio < 0.35, ratio
 
 
+@pytest.mark.slow
 def test_pipelined_1_bit_training_on_samples_learns(cora_partitions):
     model = section("model", {"arch": "sage", "dropout": 0.5, "self_loop": False})
     graphs = rank_graphs(cora_partitions[2], model.self_loop)
@@ -230,6 +236,7 @@ def _toy_plans(seed=0):
     return needs, plans
 
 
+@pytest.mark.unit
 def test_a_stale_sampled_round_uses_rows_sent_for_its_sample_and_adds_gradients_with_the_last_plan():
     """Pipelined, fp32, p = 0.5: round 0 fresh (keeps), rounds 1 and 2 stale. A stale round computes with the rows of
     *its* sample as the owners' inner rows were one round earlier (round 0 sends round 1's ahead), and adds into the
@@ -291,6 +298,7 @@ class _Arrived(InFlight):
         return self.rows
 
 
+@pytest.mark.unit
 def test_smoothing_never_blends_rows_of_another_plan():
     a = HaloPlan(torch.tensor([0, 1]), [2], [2], 2, 2)
     b = HaloPlan(torch.tensor([1, 0]), [2], [2], 2, 2)
@@ -302,6 +310,7 @@ def test_smoothing_never_blends_rows_of_another_plan():
     assert torch.equal(stale.take(1, 0), torch.zeros(2, 3)) and stale.used_plan(1, 0) is b  # other rows: as received
 
 
+@pytest.mark.unit
 def test_drift_compares_only_rows_present_in_both_samples():
     drift = BoundaryDrift(sample_rows=4)
     rows = torch.arange(10.0)[:, None].repeat(1, 2)  # a list of 10 rows; sample positions 0, 3, 6, 9
@@ -332,6 +341,7 @@ def _config_error(text: str, tmp_path) -> str:
     return str(e.value)
 
 
+@pytest.mark.unit
 def test_boundary_sampling_in_sampled_training_is_refused_naming_the_field(tmp_path, capsys):
     err = _config_error("runs:\n  a: {train: {mode: sampled, boundary_sampling: 0.5}}\n", tmp_path)
     assert err.startswith("config: runs.a: train.boundary_sampling is 0.5") and "train.mode sampled" in err
@@ -344,6 +354,7 @@ def test_boundary_sampling_in_sampled_training_is_refused_naming_the_field(tmp_p
     resolve_runs({"runs": {"a": {"train": {"mode": "sampled", "boundary_sampling": 1}}}})  # 1 = off: fine there
 
 
+@pytest.mark.unit
 def test_boundary_sampling_with_smoothing_or_out_of_range_is_refused(tmp_path):
     err = _config_error("runs:\n  a: {train: {boundary_sampling: 0.1}, comm: {pipeline: true, smoothing: 0.5}}\n",
                         tmp_path)
@@ -355,6 +366,7 @@ def test_boundary_sampling_with_smoothing_or_out_of_range_is_refused(tmp_path):
     assert runs["a"].train.boundary_sampling == 0.1
 
 
+@pytest.mark.unit
 def test_a_checkpoint_of_another_share_is_not_resumed():
     from sylvie.config import as_dict
     from sylvie.train.checkpoint import _difference, run_identity
@@ -372,6 +384,7 @@ def test_a_checkpoint_of_another_share_is_not_resumed():
     assert _difference(before, identity(1.0)) is None
 
 
+@pytest.mark.slow
 def test_runs_of_different_shares_are_different_rows_of_the_report(tmp_path, capsys):
     """p is a run attribute (one row per p); a run written before the knob existed is a run at p = 1."""
     import json

@@ -24,7 +24,7 @@ def _one_line(capsys) -> str:
     return lines[0]
 
 
-@pytest.mark.unit
+@pytest.mark.slow
 def test_a_loss_far_above_the_first_stops_training_and_a_later_success_clears_the_record(cora_partitions, tmp_path,
                                                                                          capsys):
     out = tmp_path / "run"
@@ -48,7 +48,7 @@ def test_a_loss_far_above_the_first_stops_training_and_a_later_success_clears_th
     assert read_run_failure(out).reason == "diverged" and not (out / "model.pt").exists()
 
 
-@pytest.mark.unit
+@pytest.mark.slow
 def test_a_non_finite_loss_is_recorded_with_the_epochs_before_it(cora_partitions, tmp_path, capsys):
     out = tmp_path / "run"
     capsys.readouterr()
@@ -61,7 +61,7 @@ def test_a_non_finite_loss_is_recorded_with_the_epochs_before_it(cora_partitions
     assert not (out / "model.pt").exists()
 
 
-@pytest.mark.unit
+@pytest.mark.slow
 @pytest.mark.parametrize("off", [("--divergence-factor", "0"), ("--divergence-patience", "0")])
 def test_either_knob_at_zero_turns_the_check_off(off, cora_partitions, tmp_path):
     out = tmp_path / "run"

@@ -10,8 +10,6 @@ import pytest
 
 from sylvie.atomic import host_key, remove_leftovers
 
-pytestmark = pytest.mark.unit
-
 TALK = """
 import torch.distributed as dist
 from sylvie.runtime.peer_watchdog import PeerWatchdog
@@ -34,6 +32,7 @@ def _talk(error: str) -> subprocess.CompletedProcess:
                           timeout=120)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("error", ["dist.DistNetworkError('connection reset')", "dist.DistStoreError('timeout')",
                                    "ConnectionRefusedError(111, 'refused')", "TimeoutError('timed out')"])
 def test_a_store_out_of_reach_is_left_to_the_judge(error):
@@ -41,6 +40,7 @@ def test_a_store_out_of_reach_is_left_to_the_judge(error):
     assert p.returncode == 0 and "talk returned after 4 calls" in p.stdout, p.stdout + p.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("error", ["ValueError('a bad count')", "KeyError('beat1')", "TypeError('not a number')"])
 def test_a_fault_of_the_watchdog_is_named_not_taken_for_the_network(error):
     p = _talk(error)
@@ -51,6 +51,7 @@ def test_a_fault_of_the_watchdog_is_named_not_taken_for_the_network(error):
     assert "network is down" not in p.stderr and "a fault in Sylvie, not the network" in line
 
 
+@pytest.mark.unit
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None, reason="needs root and unshare")
 def test_another_pid_namespace_is_another_writer_host(tmp_path):
     other = subprocess.run(["unshare", "--pid", "--fork", sys.executable, "-c",

@@ -7,8 +7,6 @@ from support.simulated_ranks import SimulatedRanks
 from sylvie.comm.halo_exchange import HaloExchange
 from sylvie.comm.halo_plan import HaloPlan
 
-pytestmark = pytest.mark.unit
-
 WORLD, INNER, HALO_PER_PEER, DIM = 3, 6, 2, 5
 
 
@@ -47,6 +45,7 @@ def _exchange(needs, rank, a2a, bits=32, pipelined=False, gradient_bits=0):
                         gradient_bits=gradient_bits)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("bits", [32, 8, 1])
 def test_fresh_exchange_forward_and_backward(bits):
     needs, inner = _graph()
@@ -73,6 +72,7 @@ def test_fresh_exchange_forward_and_backward(bits):
             assert ((grad - ref_grad).abs() <= grad_bound * 1.001 + 1e-3).all()
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("pipelined", [False, True])
 @pytest.mark.parametrize("bits, gradient_bits", [(1, 4), (1, 32), (2, 8), (8, 1)])
 def test_gradients_travel_at_gradient_bits_and_features_at_bits(bits, gradient_bits, pipelined):
@@ -107,6 +107,7 @@ def test_gradients_travel_at_gradient_bits_and_features_at_bits(bits, gradient_b
             assert sent == (f_sent + b_sent) // 2
 
 
+@pytest.mark.unit
 def test_layer_0_is_always_exact():
     needs, inner = _graph()
     results = SimulatedRanks(WORLD).run(lambda rank, a2a: _exchange(needs, rank, a2a, bits=1)(inner[rank], layer=0))
@@ -135,6 +136,7 @@ class _AllRanks(torch.autograd.Function):
         return (None, None, *ctx.sim.run(bwd))
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:Input #\\d+ requires gradient and is not a double precision")
 def test_gradcheck_of_the_fp32_exchange():
     needs, inner = _graph(seed=3)
@@ -146,6 +148,7 @@ def test_gradcheck_of_the_fp32_exchange():
                                     rtol=1e-3, check_undefined_grad=False, check_batched_grad=False)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("bits", [32, 1])
 def test_a_stale_round_computes_with_the_previous_rounds_rows_and_gradients(bits):
     """Round 0 fresh (and kept); round 1 stale: forward returns round 0's halo rows, backward adds round 0's

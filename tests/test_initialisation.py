@@ -18,7 +18,6 @@ from sylvie.models.blocks import whole_graph_block
 
 ARCHS = ("gcn", "sage", "gat")  # R-GCN and R-GAT start as DGL's RelGraphConv and GATConv do
 
-pytestmark = pytest.mark.unit
 
 CLASSES = 16
 
@@ -66,6 +65,7 @@ def _train(arch: str, seed: int, graph, epochs: int) -> tuple[list[float], GNN]:
     return losses, model
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("seed", [0, 1])
 def test_a_fresh_model_starts_near_ln_c(arch, seed, graph):
@@ -77,6 +77,7 @@ def test_a_fresh_model_starts_near_ln_c(arch, seed, graph):
     assert abs(loss - math.log(CLASSES)) < 0.25, f"{arch}: first loss {loss:.3f}, ln C = {math.log(CLASSES):.3f}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", ARCHS)
 def test_the_loss_falls_and_the_units_live(arch, graph):
     """Over the first 15 epochs the loss falls well below ln C (no plateau where every node gets the same
@@ -89,6 +90,7 @@ def test_the_loss_falls_and_the_units_live(arch, graph):
     assert max(dead) < 0.25, f"{arch}: dead hidden units per layer {dead}"
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("seed", [0, 1])
 def test_a_link_encoder_starts_as_dgls_sageconv(seed):
     """A link-prediction GraphSAGE (its outputs embeddings scored by a dot product) starts as DGL's SAGEConv does:

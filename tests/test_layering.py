@@ -10,8 +10,6 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.unit
-
 PACKAGE = Path(__file__).resolve().parents[1] / "sylvie"
 
 # Area of a module (first match of its dotted name, longest prefix first).
@@ -111,10 +109,12 @@ def violations(root: Path = PACKAGE) -> list[str]:
     return bad
 
 
+@pytest.mark.unit
 def test_imports_follow_the_architecture():
     assert violations() == []
 
 
+@pytest.mark.unit
 def test_a_forbidden_import_is_caught(tmp_path):
     """The check itself: comm importing train is reported."""
     fake = PACKAGE / "comm" / "_layering_probe.py"
@@ -126,6 +126,7 @@ def test_a_forbidden_import_is_caught(tmp_path):
         fake.unlink()
 
 
+@pytest.mark.slow
 def test_the_report_stage_starts_without_torch():
     """`sylvie report` reads JSON and draws plots: importing it must not import torch (3 CPU-seconds a process here;
     the pipeline runs it after every change)."""
@@ -162,6 +163,7 @@ def _cycles(root: Path = PACKAGE) -> list[list[str]]:
     return cycles
 
 
+@pytest.mark.unit
 def test_no_two_modules_import_each_other():
     """One direction between any two modules, also through others (a package's __init__ aside: it names its
     modules)."""

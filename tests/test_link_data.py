@@ -19,8 +19,6 @@ from sylvie.data.registry import download, load
 from sylvie.errors import SylvieError
 from sylvie.formats.link_pairs import TEST, TRAIN, VAL
 
-pytestmark = pytest.mark.unit
-
 CORA = {"source": "planetoid", "raw_dir": str(CORA_RAW), "allow_download": False}
 
 
@@ -38,6 +36,7 @@ def cora_link(tmp_path_factory):
     return load("cora", section("dataset", CORA)), out
 
 
+@pytest.mark.unit
 def test_cora_split_holds_out_both_directions(cora_link):
     whole, out = cora_link
     graph = load_graph(out)
@@ -59,6 +58,7 @@ def test_cora_split_holds_out_both_directions(cora_link):
     assert meta["link"] == link.counts() and meta["link_pairs_sha256"]
 
 
+@pytest.mark.unit
 def test_cora_negatives_are_filtered_and_drawn_by_the_seed(cora_link):
     whole, out = cora_link
     link, n = load_graph(out).link, whole.num_nodes
@@ -77,6 +77,7 @@ def test_cora_negatives_are_filtered_and_drawn_by_the_seed(cora_link):
     assert not (other.src == link.src).all() and not np.array_equal(other.negatives, neg)
 
 
+@pytest.mark.unit
 def test_cora_split_reaches_the_partition(cora_link, tmp_path, capsys):
     _, out = cora_link
     assert cli.main(["partition", str(out), "--out", str(tmp_path / "p2"), "--parts", "2", "-q"]) == 0
@@ -86,6 +87,7 @@ def test_cora_split_reaches_the_partition(cora_link, tmp_path, capsys):
     assert manifest["link_pairs"] == {"link_pairs_sha256": meta["link_pairs_sha256"]}
 
 
+@pytest.mark.unit
 def test_a_directed_graph_holds_out_one_direction():
     """A directed graph's pair is its edge as given: (u, v) held out leaves (v, u) passing messages."""
     src = np.array([0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 0, 2], np.int64)
@@ -100,6 +102,7 @@ def test_a_directed_graph_holds_out_one_direction():
     assert _keys(out.src, out.dst, n) == _keys(src, dst, n) - held
 
 
+@pytest.mark.unit
 def test_negatives_of_a_node_joined_to_most_others():
     """A source joined to all but a few nodes: its negatives are those few, drawn from the listed allowed nodes."""
     n = 40
@@ -148,6 +151,7 @@ def _flags(entry: dict) -> list[str]:
     return out
 
 
+@pytest.mark.unit
 def test_a_split_column(tmp_path):
     entry = _entry(tmp_path, _edges_csv(RING, SPLIT), edge_split_column="split")
     download("mine", tmp_path / "out", section("dataset", entry))
@@ -165,6 +169,7 @@ def test_a_split_column(tmp_path):
                                                                               strict=True))
 
 
+@pytest.mark.unit
 def test_files_per_split_with_a_negatives_column(tmp_path):
     entry = _entry(tmp_path, _edges_csv(RING[:8]))
     pq.write_table(pa.table({"src": ["n8", "n0"], "dst": ["n9", "n5"], "neg": [["n3", "n4"], ["n2", "n7"]]}),
@@ -179,6 +184,7 @@ def test_files_per_split_with_a_negatives_column(tmp_path):
     assert link.negatives_of("test").tolist() == [[5, 6]]
 
 
+@pytest.mark.unit
 def test_a_negatives_column_beside_a_split_column(tmp_path):
     entry = _entry(tmp_path, _edges_csv(RING[:8]))
     src, dst = zip(*RING)
@@ -191,6 +197,7 @@ def test_a_negatives_column_beside_a_split_column(tmp_path):
     assert load_graph(tmp_path / "out").link.negatives.tolist() == neg[8:]
 
 
+@pytest.mark.unit
 def test_a_leak_kept_when_asked(tmp_path, caplog):
     rows = RING[:8] + [(1, 0), (9, 0)]  # the val pair (1, 0) is the training edge (0, 1) the other way
     entry = _entry(tmp_path, _edges_csv(rows, SPLIT[:8] + ["val", "test"]), edge_split_column="split",
@@ -201,6 +208,7 @@ def test_a_leak_kept_when_asked(tmp_path, caplog):
     assert load_graph(tmp_path / "out").link.counts()["val"] == 1
 
 
+@pytest.mark.unit
 def test_a_directed_graph_leaks_one_way_only(tmp_path):
     rows = RING[:8] + [(1, 0), (9, 0)]
     entry = _entry(tmp_path, _edges_csv(rows, SPLIT[:8] + ["val", "test"]), edge_split_column="split", directed=True)
@@ -218,6 +226,7 @@ def _refused(tmp_path, capsys, name: str, entry: dict) -> str:
     return line
 
 
+@pytest.mark.unit
 def test_an_unknown_split_value(tmp_path, capsys):
     entry = _entry(tmp_path, _edges_csv(RING, SPLIT[:9] + ["testing"] + SPLIT[10:]), edge_split_column="split")
     line = _refused(tmp_path, capsys, "mine", entry)
@@ -225,6 +234,7 @@ def test_an_unknown_split_value(tmp_path, capsys):
            "or 0, 1, 2" in line
 
 
+@pytest.mark.unit
 def test_a_pair_naming_a_node_absent_from_the_node_table(tmp_path, capsys):
     entry = _entry(tmp_path, _edges_csv(RING[:8]))
     (tmp_path / "val.csv").write_text("src,dst\nn8,n9\nn0,zz\n")
@@ -234,6 +244,7 @@ def test_a_pair_naming_a_node_absent_from_the_node_table(tmp_path, capsys):
     assert "val.csv, line 3: column 'dst': node 'zz' is not in the node table" in line and "unknown_nodes" not in line
 
 
+@pytest.mark.unit
 def test_a_validation_pair_that_is_a_training_edge(tmp_path, capsys):
     rows = RING[:8] + [(1, 0), (9, 0)]
     entry = _entry(tmp_path, _edges_csv(rows, SPLIT[:8] + ["val", "test"]), edge_split_column="split")
@@ -242,6 +253,7 @@ def test_a_validation_pair_that_is_a_training_edge(tmp_path, capsys):
            "is undirected)" in line and "leaked_edges: keep" in line
 
 
+@pytest.mark.unit
 def test_negative_lists_of_unequal_length(tmp_path, capsys):
     entry = _entry(tmp_path, _edges_csv(RING[:8]))
     pq.write_table(pa.table({"src": ["n8", "n0"], "dst": ["n9", "n5"], "neg": [["n3", "n4"], ["n2"]]}),
@@ -253,17 +265,20 @@ def test_negative_lists_of_unequal_length(tmp_path, capsys):
     assert "val.parquet, row 1: column 'neg': 1 negatives where" in line and "val.parquet, row 0 has 2" in line
 
 
+@pytest.mark.unit
 def test_no_training_edges(tmp_path, capsys):
     entry = _entry(tmp_path, _edges_csv(RING, ["val", "test"] * 6), edge_split_column="split")
     line = _refused(tmp_path, capsys, "mine", entry)
     assert "edges.csv: column 'split': no edge is in split 'train'" in line
 
 
+@pytest.mark.unit
 def test_edge_split_shares_summing_to_one(tmp_path, capsys):
     line = _refused(tmp_path, capsys, "cora", {**CORA, "edge_split": [0.5, 0.5]})
     assert "dataset 'cora': edge_split [0.5, 0.5]: the shares sum to 1, leaving no edge to train on" in line
 
 
+@pytest.mark.unit
 def test_an_edge_split_given_twice_or_without_its_relation_on_a_typed_graph(tmp_path, capsys):
     entry = _entry(tmp_path, _edges_csv(RING, SPLIT), edge_split_column="split", edge_split=[0.1, 0.1])
     assert "give the edge split once: edge_split or edge_split_column, not both" in _refused(tmp_path, capsys, "mine",
@@ -278,6 +293,7 @@ def test_an_edge_split_given_twice_or_without_its_relation_on_a_typed_graph(tmp_
     assert "dataset 'mine': edge_split_relation 'cites': the graph has one node type and one relation" in line
 
 
+@pytest.mark.slow
 def test_the_installed_command_exits_non_zero(tmp_path):
     entry = _entry(tmp_path, _edges_csv(RING, ["val", "test"] * 6), edge_split_column="split")
     p = run([str(BIN / "sylvie"), "download", "mine", *_flags(entry), "--out", str(tmp_path / "out")], check=False)
@@ -285,6 +301,7 @@ def test_the_installed_command_exits_non_zero(tmp_path):
     assert "no edge is in split 'train'" in p.stderr.strip().splitlines()[-1]
 
 
+@pytest.mark.unit
 def test_a_link_run_needs_an_edge_split():
     config = {"datasets": {"cora": dict(CORA)}, "runs": {"lp": {"train": {"task": "link"}}}}
     with pytest.raises(SylvieError, match=r"runs\.lp\.train\.task: link prediction needs an edge split, and dataset "
@@ -294,6 +311,7 @@ def test_a_link_run_needs_an_edge_split():
     assert resolve_runs(config)["lp"].train.task == "link"
 
 
+@pytest.mark.unit
 def test_no_negatives_is_refused():
     config = {"datasets": {"cora": {**CORA, "edge_split": [0.05, 0.1]}},
               "runs": {"lp": {"train": {"task": "link"}, "link": {"negatives": 0}}}}
@@ -301,6 +319,7 @@ def test_no_negatives_is_refused():
         resolve_runs(config)
 
 
+@pytest.mark.unit
 def test_pair_bits_under_sampled_training_is_refused_when_the_config_loads():
     config = {"datasets": {"cora": {**CORA, "edge_split": [0.05, 0.1]}},
               "runs": {"lp": {"train": {"task": "link", "mode": "sampled"}, "sampling": {"fanouts": [5, 5]},
@@ -312,6 +331,7 @@ def test_pair_bits_under_sampled_training_is_refused_when_the_config_loads():
     assert resolve_runs(config)["lp"].link.pair_bits == 32
 
 
+@pytest.mark.unit
 def test_edge_split_knobs_that_do_not_go_together(tmp_path):
     from sylvie.data.registry import check_dataset
 

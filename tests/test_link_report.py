@@ -15,8 +15,6 @@ from sylvie.formats.eval_result import EvalResult, link_accuracies, write_eval_r
 from sylvie.report.grouping import collect
 from sylvie.report.plots import figure, plots_for
 
-pytestmark = pytest.mark.unit
-
 
 def write_link_run(d, seed=0, mrr=0.4, epochs=5, shared=False, failed_at=None, metrics=None) -> Path:
     """A link-prediction run directory as `sylvie train` and `sylvie evaluate` leave it (through the formats'
@@ -60,6 +58,7 @@ def _runs(tmp_path):
     return node, link, collab
 
 
+@pytest.mark.unit
 def test_metrics_a_link_evaluation_did_not_give_are_said_so(tmp_path, capsys):
     """OGB's Evaluator for ogbl-citation2 gives MRR and Hits@1, 3, 10 (no Hits@50); a split without pairs gives
     nulls."""
@@ -75,6 +74,7 @@ def test_metrics_a_link_evaluation_did_not_give_are_said_so(tmp_path, capsys):
     assert {by_run["empty"][c] for c in ("test MRR", "± std MRR", "test Hits@50")} == {"n/a (no test pairs)"}
 
 
+@pytest.mark.slow
 def test_the_table_shows_link_runs_beside_node_runs(tmp_path, capsys):
     node, link, collab = _runs(tmp_path)
     code, err, rows = report(tmp_path, node + link + collab, capsys)
@@ -105,6 +105,7 @@ def _legend(fig) -> list[str]:
     return [t.get_text() for t in fig.legends[0].get_texts()]
 
 
+@pytest.mark.unit
 def test_the_curves_of_each_task_are_a_plot_of_their_own(tmp_path):
     node, link, collab = _runs(tmp_path)
     failed = write_link_run(tmp_path / "results/sage-link/seed2", failed_at=2)  # a link run that failed: its epochs
@@ -131,6 +132,7 @@ def test_the_curves_of_each_task_are_a_plot_of_their_own(tmp_path):
             plt.close(fig)
 
 
+@pytest.mark.slow
 def test_a_report_of_one_task_has_only_its_plots(tmp_path, capsys):
     node, link, _ = _runs(tmp_path)
     out = tmp_path / "out"
@@ -147,6 +149,7 @@ def test_a_report_of_one_task_has_only_its_plots(tmp_path, capsys):
     assert rows[0]["task"] == "node" and rows[0]["test acc"] == "80.00%"
 
 
+@pytest.mark.unit
 def test_link_runs_of_one_folder_differ_by_their_link_section(tmp_path):
     """Two link runs in one folder that differ only in the decoder are two runs, labelled by it."""
     import json
@@ -162,6 +165,7 @@ def test_link_runs_of_one_folder_differ_by_their_link_section(tmp_path):
     assert math.isnan(collect([a])["link"][0].evaluation.accuracies["train"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tasks", [("link",), ("node",), ("node", "link")])
 def test_the_report_rule_declares_the_plots_the_report_writes(tmp_path, tasks):
     """The pipeline's report rule declares, for a config of runs of ``tasks``, the plots ``sylvie report`` writes for

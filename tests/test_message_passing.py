@@ -20,8 +20,6 @@ from sylvie.models.gcn import GraphConv
 from sylvie.models.ops import aggregate, attend, torch_ops
 from sylvie.models.sage import MeanSAGEConv
 
-pytestmark = pytest.mark.unit
-
 PATHS = ("kernels", "torch")
 
 
@@ -70,6 +68,7 @@ def compare(ours, theirs, forward_ours, forward_theirs, x, path):
         torch.testing.assert_close(a, b, msg=lambda m, name=name: f"{name}: {m}")
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("d_in,d_out", [(12, 5), (5, 12)])
 @pytest.mark.parametrize("num_halo,self_loop", [(60, False), (0, True)])
@@ -87,6 +86,7 @@ def test_gcn_equals_dgls_graphconv_with_the_normalisation_as_edge_weights(path, 
             torch.randn(ours_block.num_src, d_in, dtype=torch.float64), path)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("d_in,d_out", [(12, 5), (5, 12)])
 @pytest.mark.parametrize("num_halo", [60, 0])
@@ -98,6 +98,7 @@ def test_graphsage_mean_equals_dgls_sageconv(path, d_in, d_out, num_halo):
             lambda m, x: m(theirs_block, x), torch.randn(ours_block.num_src, d_in, dtype=torch.float64), path)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("heads", [1, 3])
 @pytest.mark.parametrize("num_halo,self_loop", [(60, False), (0, True)])
@@ -111,6 +112,7 @@ def test_gat_equals_dgls_gatconv(path, heads, num_halo, self_loop):
             torch.randn(ours_block.num_src, 12, dtype=torch.float64), path)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("path", PATHS)
 def test_float32_layers_agree_with_float64(path):
     block, _ = both(num_inner=300, num_halo=500, edges=6000)
@@ -123,6 +125,7 @@ def test_float32_layers_agree_with_float64(path):
         torch.testing.assert_close(y32.double(), y64, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_the_kernels_gradients_match_finite_differences():
     block, _ = both(num_inner=8, num_halo=8, edges=40)
     x = torch.randn(block.num_src, 2, dtype=torch.float64, requires_grad=True)
@@ -140,6 +143,7 @@ def test_the_kernels_gradients_match_finite_differences():
         assert torch.autograd.gradcheck(f, (feat, el, er))
 
 
+@pytest.mark.slow
 def test_attention_dropout_drops_a_share_p_of_edge_weights_and_scales_the_rest():
     """Every destination has ``deg`` in-edges of equal score (a weight of 1 / deg before dropout), each from a
     source of its own that carries a 1 in the edge's column only: the output summed over destinations is each
@@ -159,6 +163,7 @@ def test_attention_dropout_drops_a_share_p_of_edge_weights_and_scales_the_rest()
     assert not torch.equal(kept[0], kept[1])  # heads draw masks of their own
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("path", PATHS)
 def test_empty_blocks_and_destinations_without_edges_give_zeros(path):
     for num_inner, num_halo, edges in ((0, 5, 0), (4, 3, 0), (6, 0, 0)):
@@ -176,6 +181,7 @@ def test_empty_blocks_and_destinations_without_edges_give_zeros(path):
             assert g is None or g.shape == x.shape
 
 
+@pytest.mark.unit
 def test_out_edges_by_numba_and_by_torch_are_the_same_arrays():
     block, _ = both(num_inner=300, num_halo=400, edges=5000)
     cpu = transpose(block.indptr, block.indices, block.num_src, edges=True)
@@ -194,6 +200,7 @@ def test_out_edges_by_numba_and_by_torch_are_the_same_arrays():
                                                                           minlength=block.num_src))
 
 
+@pytest.mark.unit
 def test_work_chunks_cover_every_row_once_and_balance_edges():
     indptr = np.concatenate([[0], np.cumsum(np.random.default_rng(0).lognormal(2, 1.5, 10_000).astype(np.int64))])
     bounds = aggregate_cpu.balanced_chunks(indptr, 32)
@@ -209,6 +216,7 @@ def test_work_chunks_cover_every_row_once_and_balance_edges():
     assert torch.equal(one, many)
 
 
+@pytest.mark.unit
 def test_csc_sorts_unsorted_edges_keeps_sorted_ones_and_adds_self_loops_last():
     src, dst = np.array([4, 0, 2, 1, 3]), np.array([1, 0, 1, 2, 0])
     indptr, ids = csc(src, dst, 3, 5, self_loop=False)
@@ -219,6 +227,7 @@ def test_csc_sorts_unsorted_edges_keeps_sorted_ones_and_adds_self_loops_last():
         csc(src, dst, 2, 5, self_loop=False)
 
 
+@pytest.mark.unit
 def test_halo_subblock_keeps_the_kept_rows_edges_and_their_degrees():
     block, _ = both(num_inner=30, num_halo=50, edges=400)
     kept = torch.tensor([0, 3, 7, 8, 20, 49])
@@ -234,6 +243,7 @@ def test_halo_subblock_keeps_the_kept_rows_edges_and_their_degrees():
     assert torch.equal(sub.out_degree, block.out_degree[old_of_new])
 
 
+@pytest.mark.unit
 def test_the_sum_of_a_constant_input_is_kept_with_the_block_while_the_input_is_unchanged():
     block, _ = both()
     x = torch.randn(block.num_src, 6, dtype=torch.float64)
@@ -251,6 +261,7 @@ def test_the_sum_of_a_constant_input_is_kept_with_the_block_while_the_input_is_u
     assert aggregate(sampled, x, None, scale, "mean") is not aggregate(sampled, x, None, scale, "mean")
 
 
+@pytest.mark.unit
 def test_inference_alone_keeps_no_sum():
     block, _ = both()
     x = torch.randn(block.num_src, 6, dtype=torch.float64)
@@ -263,6 +274,7 @@ def test_inference_alone_keeps_no_sum():
         assert aggregate(block, x, None, scale, "mean") is kept
 
 
+@pytest.mark.unit
 def test_the_same_seed_gives_the_initial_weights_our_dgl_based_layers_had():
     """Each layer draws its weights as it did when it was DGL's layer (GraphConv; SAGEConv redrawn as torch's
     Linear, both branches; GATConv with fc redrawn), so a seed's run starts where it started before."""

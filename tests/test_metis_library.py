@@ -13,8 +13,6 @@ from sylvie.errors import SylvieError
 from sylvie.partition.metis import metis_assign, metis_input
 from sylvie.partition.metis_library import ENV, libraries, library_for, part_graph_kway
 
-pytestmark = pytest.mark.unit
-
 
 @pytest.fixture(scope="module")
 def graph():
@@ -32,6 +30,7 @@ def _cut(assign, xadj, adjncy):
     return int((assign[adjncy] != np.repeat(assign, np.diff(xadj))).sum() // 2)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("seed", [0, 7])
 def test_one_constraint_gives_pymetis_partition(graph, seed):
     import pymetis
@@ -44,6 +43,7 @@ def test_one_constraint_gives_pymetis_partition(graph, seed):
     assert cut == _cut(ours, m.xadj, m.adjncy)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("parts", [4, 8])
 def test_every_constraint_is_balanced_where_flattened_weights_balanced_none(graph, parts, metis_library):
     import pymetis
@@ -59,6 +59,7 @@ def test_every_constraint_is_balanced_where_flattened_weights_balanced_none(grap
     assert (new_imbalance <= 1.03 + 1e-3).all(), new_imbalance  # METIS's tolerance, every constraint
 
 
+@pytest.mark.slow
 def test_the_sampled_regime_balances_salient_plus_plus_four(graph, metis_library):
     """train, validation, other nodes and degree: what the full-graph regime leaves to chance (validation nodes) is
     held within the tolerance too."""
@@ -72,6 +73,7 @@ def test_the_sampled_regime_balances_salient_plus_plus_four(graph, metis_library
     assert left_to_chance[1] > 1.05 > balanced[1], (left_to_chance, balanced)  # validation nodes
 
 
+@pytest.mark.unit
 def test_a_partition_balanced_for_sampled_training_says_so(cora_dir, tmp_path):
     from sylvie.partition.quality import format_summary
     from sylvie.partition.stage import partition_dataset
@@ -85,6 +87,7 @@ def test_a_partition_balanced_for_sampled_training_says_so(cora_dir, tmp_path):
     assert "balanced for sampled training (each within 1.05 of the mean)" in format_summary(manifest)
 
 
+@pytest.mark.slow
 def test_every_seed_is_a_partition_of_its_own(graph, metis_library):
     """METIS seeds srand, which takes 0 and 1 for the same seed: metis_assign's seeds 0 and 1 differ, and its seed 0
     is the partition METIS's seed 0 (= 1) gives."""
@@ -99,6 +102,7 @@ def test_every_seed_is_a_partition_of_its_own(graph, metis_library):
     assert (high != zero).any() and len(np.unique(high)) == 4
 
 
+@pytest.mark.slow
 def test_the_tolerance_is_each_constraints_bound(graph, metis_library):
     """A looser bound lets METIS cut fewer edges and stays a bound (the float32 ubvec read at its width)."""
     m = metis_input(graph, library=metis_library)
@@ -109,6 +113,7 @@ def test_the_tolerance_is_each_constraints_bound(graph, metis_library):
     assert loose_cut < tight_cut
 
 
+@pytest.mark.unit
 def test_bad_input_is_refused(graph):
     m = metis_input(graph)
     with pytest.raises(TypeError, match="xadj: expected an integer array"):
@@ -118,6 +123,7 @@ def test_bad_input_is_refused(graph):
     assert part_graph_kway(m.xadj, m.adjncy, 1)[0].max() == 0
 
 
+@pytest.mark.unit
 def test_each_library_is_read_at_its_own_width_and_the_narrowest_that_holds_the_graph_is_taken(graph):
     """The 32-bit library's idx_t fills half the 8-byte slots METIS_SetDefaultOptions is handed, pymetis's all;
     a graph takes the narrowest that holds its largest integer, and one too large for every library is refused."""
@@ -135,6 +141,7 @@ def test_each_library_is_read_at_its_own_width_and_the_narrowest_that_holds_the_
                                                     library=narrow)[0])
 
 
+@pytest.mark.unit
 def test_the_library_named_by_the_environment_is_the_only_one(graph, monkeypatch):
     wide, narrow = pymetis_library(), system_metis_library()
     monkeypatch.setenv(ENV, wide.path)
@@ -150,6 +157,7 @@ def test_the_library_named_by_the_environment_is_the_only_one(graph, monkeypatch
         metis_input(graph)
 
 
+@pytest.mark.unit
 def test_the_manifest_records_the_balance_and_the_summary_says_when_it_is_missed(cora_partitions):
     from sylvie.formats.partition_manifest import read_manifest
     from sylvie.partition.quality import format_summary, over_tolerance
@@ -176,6 +184,7 @@ def test_the_manifest_records_the_balance_and_the_summary_says_when_it_is_missed
     assert over_tolerance({**manifest, "balance": {"tolerance": None, "constraints": {}}}) == []
 
 
+@pytest.mark.unit
 def test_the_summary_predicts_each_parts_cost(cora_partitions):
     """Every halo row a part receives is sent by its one owner; compute follows the edges a part stores."""
     from sylvie.formats.partition_manifest import read_manifest
@@ -192,6 +201,7 @@ def test_the_summary_predicts_each_parts_cost(cora_partitions):
     assert "predicted pace" not in format_summary(read_manifest(cora_partitions[1]))
 
 
+@pytest.mark.unit
 def test_a_library_with_64_bit_floats_is_not_called(monkeypatch):
     """Both libraries here read tolerances as float32 (the probe cuts a 4-cycle with 1.03); one that refuses the
     probe (a build with a 64-bit real_t) is refused at load, naming its path."""

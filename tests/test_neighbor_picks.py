@@ -13,8 +13,6 @@ from sylvie.sampling import neighbor_picks
 from sylvie.sampling.neighbor_picks import hop_key, pick_neighbors, reference_picks
 from sylvie.sampling.neighbor_sampler import NeighborSampler
 
-pytestmark = pytest.mark.unit
-
 
 def _random_csc(n: int, avg_degree: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """In-edges by destination of a random multigraph with skewed in-degrees (some 0, some far above any fanout);
@@ -31,6 +29,7 @@ def _random_csc(n: int, avg_degree: float, seed: int) -> tuple[np.ndarray, np.nd
 
 @pytest.mark.parametrize("self_loop", [False, True])
 @pytest.mark.parametrize("fanout", [1, 3, 10, 40])
+@pytest.mark.unit
 def test_the_kernel_draws_what_its_python_specification_draws(fanout, self_loop):
     indptr, src = _random_csc(3000, 12, seed=fanout)
     frontier = np.random.default_rng(1).permutation(3000)[:2500]
@@ -41,6 +40,7 @@ def test_the_kernel_draws_what_its_python_specification_draws(fanout, self_loop)
         assert picked[offsets[i]:offsets[i + 1]].tolist() == reference_picks(indptr, src, v, fanout, key, self_loop)
 
 
+@pytest.mark.unit
 def test_a_vertex_draws_min_fanout_degree_distinct_positions_all_when_fanout_reaches_the_degree():
     indptr, src = _random_csc(2000, 15, seed=3)
     positions = np.arange(src.shape[0], dtype=np.int32)  # "sources" that name their own in-edge: distinctness shows
@@ -55,6 +55,7 @@ def test_a_vertex_draws_min_fanout_degree_distinct_positions_all_when_fanout_rea
 
 
 @pytest.mark.parametrize("degree,fanout", [(20, 5), (7, 6), (300, 15)])
+@pytest.mark.slow
 def test_each_neighbour_is_included_with_probability_fanout_over_degree_and_pairs_as_a_uniform_subset(degree, fanout):
     """Over 20,000 independent keys: each in-edge's inclusion frequency is f / d within 5 standard errors, and
     the frequency of the pair (first, last) is f (f - 1) / (d (d - 1)), as for a uniform f-subset."""
@@ -74,6 +75,7 @@ def test_each_neighbour_is_included_with_probability_fanout_over_degree_and_pair
     assert hits.min() > 0
 
 
+@pytest.mark.unit
 def test_the_serial_and_the_parallel_kernel_give_the_same_bits_at_every_thread_count():
     indptr, src = _random_csc(20_000, 10, seed=5)
     frontier = np.random.default_rng(2).permutation(20_000)[:12_000].astype(np.int64)
@@ -111,6 +113,7 @@ def _digest(mb) -> str:
     return h.hexdigest()
 
 
+@pytest.mark.unit
 def test_a_minibatch_is_a_function_of_its_seed_epoch_rank_and_index_not_of_the_order_or_the_thread():
     indptr, src = _random_csc(5000, 12, seed=8)
     train = np.arange(0, 5000, 3)
@@ -135,6 +138,7 @@ def test_a_minibatch_is_a_function_of_its_seed_epoch_rank_and_index_not_of_the_o
 
 
 @pytest.mark.parametrize("self_loop", [False, True])
+@pytest.mark.unit
 def test_blocks_are_shaped_as_the_models_take_them(self_loop):
     indptr, src = _random_csc(4000, 12, seed=9)
     train = np.random.default_rng(0).permutation(4000)[:600]
@@ -158,12 +162,14 @@ def test_blocks_are_shaped_as_the_models_take_them(self_loop):
             assert (self_loop and a == c) or a in src[indptr[c]:indptr[c + 1]]
 
 
+@pytest.mark.unit
 def test_an_empty_minibatch_gives_empty_blocks():
     indptr, src = _random_csc(100, 5, seed=1)
     mb = _sampler(indptr, src, np.arange(10)).sample(np.array([], np.int64), 0, 0)
     assert [b.num_src for b in _relations(mb)] == [0, 0, 0] and mb.input_nodes.shape == (0,)
 
 
+@pytest.mark.unit
 def test_a_fanout_below_one_is_refused():
     with pytest.raises(ValueError, match="fanouts"):
         _sampler(np.array([0]), np.array([], np.int32), np.array([], np.int64), fanouts=(5, 0))

@@ -10,8 +10,6 @@ from sylvie.data.generated import generate_from
 from sylvie.errors import SylvieError
 from sylvie.partition.metis import metis_assign, metis_input
 
-pytestmark = pytest.mark.unit
-
 SHAPE = {"nodes": 20_000, "avg_degree": 20, "features": 8, "classes": 32, "homophily": 0.8, "label_noise": 0.0,
          "train_fraction": 0.08, "val_fraction": 0.02}
 
@@ -38,6 +36,7 @@ def _cut(graph, parts=4):
     return float((assign[graph.src] != assign[graph.dst]).mean())
 
 
+@pytest.mark.slow
 def test_deterministic_undirected_and_of_the_degree_asked():
     a, b, c = _graph(seed=3), _graph(seed=3), _graph(seed=4)
     assert a.fingerprint() == b.fingerprint() != c.fingerprint()
@@ -49,6 +48,7 @@ def test_deterministic_undirected_and_of_the_degree_asked():
     assert a.info["generator"] == "nested-communities" and a.info["params"]["community_size"] == 64
 
 
+@pytest.mark.unit
 def test_homophily_is_the_edge_homophily():
     """Within 0.05 of the parameter: edges drawn outside their class land near it, some back in their class (up),
     and duplicates, dropped, are most often inside a small community (down)."""
@@ -58,6 +58,7 @@ def test_homophily_is_the_edge_homophily():
         assert abs(measured - h) <= 0.05, (h, measured)
 
 
+@pytest.mark.slow
 def test_communities_give_the_clustering_and_cut_the_block_model_lacks():
     nested, blocks = _graph(), generate_from(section("dataset", {**SHAPE, "structure": "blocks"}))
     flat = _graph(locality=0.0)  # no communities below the class: a block model again
@@ -68,6 +69,7 @@ def test_communities_give_the_clustering_and_cut_the_block_model_lacks():
     assert _clustering(more_local) > _clustering(nested) and _cut(more_local) < _cut(nested)
 
 
+@pytest.mark.unit
 def test_a_score_split_trains_the_top_scores():
     """As ogbn-products' split by sales rank: exactly the fractions asked, training nodes the popular ones."""
     g = _graph(split="score")
@@ -80,6 +82,7 @@ def test_a_score_split_trains_the_top_scores():
     assert abs(deg[random.train_mask].mean() / deg[random.test_mask].mean() - 1) < 0.1
 
 
+@pytest.mark.unit
 def test_bad_settings_are_refused_naming_them():
     with pytest.raises(SylvieError, match="split score needs structure: nested"):
         generate_from(section("dataset", {**SHAPE, "split": "score"}))
@@ -87,11 +90,13 @@ def test_bad_settings_are_refused_naming_them():
         section("dataset", {**SHAPE, "structure": "nested", "community_size": 1})
 
 
+@pytest.mark.unit
 def test_communities_too_small_for_the_degree_fail_naming_the_knobs():
     with pytest.raises(SylvieError, match="cannot hold that degree; raise community_size"):
         _graph(nodes=2000, avg_degree=40, community_size=4, locality=1.0, homophily=1.0)
 
 
+@pytest.mark.unit
 def test_lognormal_degrees_have_both_tails():
     """Pareto propensities from 1 leave no node below about two thirds of the mean degree; log-normal ones give
     nodes of a few edges and hubs, more so with a larger sigma."""
@@ -107,6 +112,7 @@ def test_lognormal_degrees_have_both_tails():
     assert spread(degrees="lognormal", degree_sigma=0.5)[0] > low_ln
 
 
+@pytest.mark.unit
 def test_the_products_preset_stands_in_for_the_defaults_and_explicit_knobs_win():
     options = section("dataset", {"preset": "products", "nodes": 30_000, "seed": 1})
     assert (options.nodes, options.seed, options.avg_degree, options.classes, options.features) == (30_000, 1, 50.52,
@@ -123,6 +129,7 @@ def test_the_products_preset_stands_in_for_the_defaults_and_explicit_knobs_win()
     assert 0.3 <= _clustering(g) <= 0.6
 
 
+@pytest.mark.unit
 def test_download_with_the_preset_on_the_command_line(tmp_path):
     """``sylvie download synthetic --preset products --nodes N``: the preset's knobs but for those given, among
     them one given at its schema default (``--seed 0`` over a preset's seed would be kept as given)."""
@@ -137,6 +144,7 @@ def test_download_with_the_preset_on_the_command_line(tmp_path):
     assert (params["avg_degree"], params["degrees"], params["split"]) == (50.52, "lognormal", "score")
 
 
+@pytest.mark.unit
 def test_atypical_communities_relabel_whole_leaves_and_keep_homophily():
     """label_noise over leaves: every node of a relabelled leaf gets the same label and keeps its class community's
     features and edges; the edges inside the leaf join equal labels, so edge homophily stays well above that of

@@ -14,8 +14,6 @@ from sylvie.errors import SylvieError
 from sylvie.train.checkpoint import run_identity
 from sylvie.train.optimiser import Optimiser, check_optimiser
 
-pytestmark = pytest.mark.unit
-
 EPOCHS = 12
 SETTINGS = {
     "Adam (default)": {},
@@ -54,6 +52,7 @@ def _epochs(model, opt, x, y, epochs, steps=8):
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(SETTINGS))
 def test_each_setting_trains(name):
     train = section("train", {"epochs": EPOCHS, **SETTINGS[name]})
@@ -64,6 +63,7 @@ def test_each_setting_trains(name):
     assert history[-1][1] < 0.6 * history[0][1], history
 
 
+@pytest.mark.unit
 def test_default_is_torch_adam_with_torchs_defaults_but_lr():
     """Adam at lr 0.01, and torch.optim's own defaults otherwise: no weight decay, from a config and from the command
     line alike (one default: the schema's)."""
@@ -76,6 +76,7 @@ def test_default_is_torch_adam_with_torchs_defaults_but_lr():
     assert section_from_args(parser.parse_args([]), "train").weight_decay == section("train").weight_decay == 0.0
 
 
+@pytest.mark.unit
 def test_cosine_with_warm_up_follows_its_closed_form():
     lr, warmup, factor = 0.02, 3, 0.1
     train = section("train", {"epochs": EPOCHS, "lr": lr, "optimizer": "AdamW", "lr_schedule": "CosineAnnealingLR",
@@ -89,6 +90,7 @@ def test_cosine_with_warm_up_follows_its_closed_form():
     assert got == pytest.approx(want, rel=1e-9, abs=1e-12)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["AdamW, cosine, warm-up", "SGD, momentum, StepLR"])
 def test_state_saved_mid_schedule_continues_exactly(name):
     train = section("train", {"epochs": EPOCHS, **SETTINGS[name]})
@@ -111,6 +113,7 @@ def test_state_saved_mid_schedule_continues_exactly(name):
     assert all(torch.equal(a, b) for a, b in zip(model.parameters(), resumed.parameters()))
 
 
+@pytest.mark.unit
 def test_a_checkpoint_of_before_schedules_loads():
     """Checkpoints written before this module hold torch.optim.Adam's state itself (our Adam wrote its layout)."""
     model, x, y = _problem()
@@ -137,6 +140,7 @@ def test_a_checkpoint_of_before_schedules_loads():
     ({"lr_schedule": "StepLR"}, "train.lr_schedule_args"),  # step_size is required
     ({"lr_schedule": "StepLR", "lr_schedule_args": {"step": 3}}, "train.lr_schedule_args"),
 ])
+@pytest.mark.unit
 def test_bad_settings_name_their_knob(values, knob):
     with pytest.raises(SylvieError, match=knob.replace("(", r"\(").replace(")", r"\)")):
         check_optimiser(section("train", values))
@@ -149,6 +153,7 @@ def test_bad_settings_name_their_knob(values, knob):
     ("lr_schedule", "ReduceLROnPlateau", "steps on a metric"),
     ("optimizer", "LBFGS", "closure"), ("optimizer", "SparseAdam", "sparse gradients"), ("optimizer", "Muon", "2-D"),
 ])
+@pytest.mark.slow
 def test_the_choices_offered_are_what_a_config_can_build(knob, name, why):
     """A class torch has but a config cannot build (or the trainers cannot step) is refused saying why, and no
     refusal offers it; every choice offered builds and steps from a config."""
@@ -168,6 +173,7 @@ def test_the_choices_offered_are_what_a_config_can_build(knob, name, why):
         _epochs(model, Optimiser(model.parameters(), train), x, y, 2, steps=1)
 
 
+@pytest.mark.unit
 def test_object_knobs_round_trip_through_flags():
     from sylvie.cli import build_parser
     from sylvie.config import section_from_args
@@ -182,6 +188,7 @@ def test_object_knobs_round_trip_through_flags():
     assert {k: getattr(got, k) for k in values} == values
 
 
+@pytest.mark.unit
 def test_bad_json_flag_is_refused(capsys):
     from sylvie.cli import build_parser
 
@@ -191,6 +198,7 @@ def test_bad_json_flag_is_refused(capsys):
         assert "--optimizer-args" in capsys.readouterr().err
 
 
+@pytest.mark.unit
 def test_identity_keeps_checkpoints_from_before_the_typed_model_knobs():
     manifest = {"dataset_fingerprint": "f", "num_parts": 2, "parts": [{"sha256": "a"}, {"sha256": "b"}]}
     model = vars(section("model"))
@@ -199,6 +207,7 @@ def test_identity_keeps_checkpoints_from_before_the_typed_model_knobs():
     assert run_identity({**model, "num_bases": 2}, {}, {}, manifest)["model.num_bases"] == 2
 
 
+@pytest.mark.unit
 def test_identity_keeps_old_checkpoints_and_follows_the_schedule_length():
     manifest = {"dataset_fingerprint": "f", "num_parts": 2, "parts": [{"sha256": "a"}, {"sha256": "b"}]}
     default = {k: v for k, v in vars(section("train")).items() if k != "seeds"}

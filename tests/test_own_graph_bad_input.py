@@ -15,8 +15,6 @@ from sylvie.data.graph import load_graph
 from sylvie.data.registry import check_dataset, download
 from sylvie.errors import SylvieError
 
-pytestmark = pytest.mark.unit
-
 NODES = "id,f0,f1,label,split\na,1,0,0,train\nb,0,1,1,val\nc,1,1,0,test\nd,0,0,1,train\n"
 EDGES = "src,dst\na,b\nb,c\nc,d\n"
 
@@ -42,6 +40,7 @@ def _refused(tmp_path, entry: dict, pattern: str) -> str:
     return message
 
 
+@pytest.mark.unit
 def test_a_good_graph_reads(tmp_path):
     out = tmp_path / "out"
     meta = download("mine", out, section("dataset", _write(tmp_path)))
@@ -51,6 +50,7 @@ def test_a_good_graph_reads(tmp_path):
     assert graph.train_mask.tolist() == [True, False, False, True]
 
 
+@pytest.mark.unit
 def test_node_ids_out_of_range_or_negative(tmp_path):
     entry = {**_write(tmp_path, edges="src,dst\n0,1\n1,4\n"), "node_key": None}
     _refused(tmp_path, entry, r"edges.csv, line 3: column 'dst': node 4 is out of range: the node table has 4 rows")
@@ -58,12 +58,14 @@ def test_node_ids_out_of_range_or_negative(tmp_path):
     _refused(tmp_path, entry, r"edges.csv, line 3: column 'src': node -1 is out of range")
 
 
+@pytest.mark.unit
 def test_edges_naming_nodes_absent_from_the_node_table(tmp_path):
     entry = _write(tmp_path, edges="src,dst\na,b\nb,zz\n")
     _refused(tmp_path, entry,
              r"edges.csv, line 3: column 'dst': node 'zz' is not in the node table.*unknown_nodes: add")
 
 
+@pytest.mark.unit
 def test_unknown_nodes_added_when_asked(tmp_path):
     entry = {**_write(tmp_path, edges="src,dst\na,b\nb,zz\nzz,yy\n"), "unknown_nodes": "add"}
     download("mine", tmp_path / "out", section("dataset", entry))
@@ -74,12 +76,14 @@ def test_unknown_nodes_added_when_asked(tmp_path):
     assert read_node_keys(tmp_path / "out", 6).to_pylist() == ["a", "b", "c", "d", "zz", "yy"]
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("value", ["nan", "inf", "", "1e40"])
 def test_non_finite_features(tmp_path, value):
     nodes = NODES.replace("c,1,1,0", f"c,1,{value},0")
     _refused(tmp_path, _write(tmp_path, nodes=nodes), r"nodes.csv, line 4: column 'f1': a feature is NaN, infinite")
 
 
+@pytest.mark.unit
 def test_non_finite_features_in_a_parquet_list_column(tmp_path):
     entry = _write(tmp_path)
     pq.write_table(pa.table({"id": ["a", "b", "c", "d"], "feat": [[1.0, 0.0], [0.0, float("inf")], [1.0, 1.0],
@@ -89,6 +93,7 @@ def test_non_finite_features_in_a_parquet_list_column(tmp_path):
     _refused(tmp_path, entry, r"nodes.parquet, row 1: column 'feat': a feature is NaN, infinite")
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("label", ["-1", "2.5"])
 def test_labels_out_of_range(tmp_path, label):
     nodes = NODES.replace("b,0,1,1,val", f"b,0,1,{label},val")
@@ -96,18 +101,21 @@ def test_labels_out_of_range(tmp_path, label):
                                                       r"range")
 
 
+@pytest.mark.unit
 def test_columns_of_different_lengths(tmp_path):
     np.save(tmp_path / "feat.npy", np.zeros((5, 3), np.float32))
     entry = {**_write(tmp_path), "features_file": str(tmp_path / "feat.npy")}
     _refused(tmp_path, entry, r"feat.npy: features_file has 5 rows but the node table .*nodes.csv has 4")
 
 
+@pytest.mark.unit
 def test_duplicate_node_keys(tmp_path):
     nodes = NODES.replace("d,0,0,1,train", "b,0,0,1,train")
     _refused(tmp_path, _write(tmp_path, nodes=nodes), r"nodes.csv, line 5: column 'id': node id 'b' appears again "
                                                       r"\(first at .*nodes.csv, line 3")
 
 
+@pytest.mark.unit
 def test_an_empty_split(tmp_path):
     nodes = NODES.replace(",val\n", ",train\n")
     _refused(tmp_path, _write(tmp_path, nodes=nodes), r"column 'split': split 'val' is empty")
@@ -115,6 +123,7 @@ def test_an_empty_split(tmp_path):
     _refused(tmp_path, entry, r"the random split leaves split 'test' empty \(4 labelled nodes")
 
 
+@pytest.mark.unit
 def test_split_values_and_unlabelled_split_nodes(tmp_path):
     _refused(tmp_path, _write(tmp_path, nodes=NODES.replace(",test\n", ",testing\n")),
              r"nodes.csv, line 4: column 'split': split 'testing' is not train, val")
@@ -122,6 +131,7 @@ def test_split_values_and_unlabelled_split_nodes(tmp_path):
              r"nodes.csv, line 3: column 'label': the node is in split 'val' but has no label")
 
 
+@pytest.mark.unit
 def test_a_csv_header_without_the_named_columns(tmp_path):
     entry = {**_write(tmp_path), "edge_columns": ["from", "to"]}
     _refused(tmp_path, entry, r"edges.csv: edges: no column 'from' \(the file has src, dst\)")
@@ -129,11 +139,13 @@ def test_a_csv_header_without_the_named_columns(tmp_path):
     _refused(tmp_path, entry, r"nodes.csv: node_table: no column 'class' \(the file has id, f0, f1, label, split\)")
 
 
+@pytest.mark.unit
 def test_an_unknown_file_kind(tmp_path):
     entry = _write(tmp_path, edges_name="edges.xlsx")
     _refused(tmp_path, entry, r"edges.xlsx: edges: unknown file kind '.xlsx'; give Parquet")
 
 
+@pytest.mark.unit
 def test_text_ids_against_integer_ids(tmp_path):
     """A Parquet node table of integer ids and a CSV edge list naming a node 'a': named, not a type error."""
     entry = _write(tmp_path, edges="src,dst\n1,2\n2,a\n")
@@ -146,6 +158,7 @@ def test_text_ids_against_integer_ids(tmp_path):
     assert load_graph(tmp_path / "ok").num_edges == 4
 
 
+@pytest.mark.unit
 def test_a_missing_file_and_missing_knobs(tmp_path):
     entry = {**_write(tmp_path), "edges": str(tmp_path / "nope.csv")}
     _refused(tmp_path, entry, r"nope.csv: edges: no such file or folder")
@@ -155,6 +168,7 @@ def test_a_missing_file_and_missing_knobs(tmp_path):
         check_dataset("mine", section("dataset", {**_write(tmp_path), "mask_columns": ["a", "b", "c"]}))
 
 
+@pytest.mark.slow
 def test_gzip_csv_and_the_command_line_exit(tmp_path):
     """Through `sylvie download`: a gzip CSV reads; a bad one exits non-zero with the one line, writing nothing."""
     entry = _write(tmp_path, edges_name="edges.csv.gz", nodes_name="nodes.csv.gz",
@@ -168,6 +182,7 @@ def test_gzip_csv_and_the_command_line_exit(tmp_path):
     assert "5 nodes, 4 edges" in p.stderr
 
 
+@pytest.mark.unit
 def test_dgl_source_without_dgl_names_the_install_command(tmp_path, monkeypatch):
     (tmp_path / "g.bin").write_bytes(b"")
     real_import = builtins.__import__
@@ -185,6 +200,7 @@ def test_dgl_source_without_dgl_names_the_install_command(tmp_path, monkeypatch)
 
 # ---- what a real table holds: several files, many chunks, late values, text that looks like something else -------
 
+@pytest.mark.unit
 def test_a_folder_of_files_read_in_many_chunks(tmp_path, monkeypatch):
     """Node and edge tables split over files (Spark's layout, its _SUCCESS marker skipped), read in chunks of a few
     rows: the rows of every file, in name order; a bad row named by its own file and line."""
@@ -217,6 +233,7 @@ def test_a_folder_of_files_read_in_many_chunks(tmp_path, monkeypatch):
     _refused(tmp_path, entry, r"edges/part-1.csv, line 102: column 'dst': node 'zz' is not in the node table")
 
 
+@pytest.mark.unit
 def test_csv_text_stays_text(tmp_path):
     """A CSV's ids and class names are read as written: '007' is not 7, 'NA' is a class, not a missing label; labels
     that are all integers are class numbers, wherever the first one appears."""
@@ -235,11 +252,13 @@ def test_csv_text_stays_text(tmp_path):
     assert graph.num_classes == 4 and "class_names" not in graph.info and graph.labels[-3:].tolist() == [3, 0, 1]
 
 
+@pytest.mark.unit
 def test_an_empty_node_table(tmp_path):
     _refused(tmp_path, _write(tmp_path, nodes="id,f0,f1,label,split\n"),
              r"nodes.csv: node_table: the table has no rows")
 
 
+@pytest.mark.unit
 def test_unknown_row_numbers_added_without_gaps_only(tmp_path):
     entry = {**_write(tmp_path, edges="src,dst\n0,1\n3,4\n4,5\n"), "node_key": None, "unknown_nodes": "add"}
     download("mine", tmp_path / "ok", section("dataset", entry))
@@ -248,6 +267,7 @@ def test_unknown_row_numbers_added_without_gaps_only(tmp_path):
     _refused(tmp_path, entry, r"the edges name 1 nodes beyond the node table's 4 rows but reach number 1000000")
 
 
+@pytest.mark.unit
 def test_directed_edges_keep_their_order_once_each(tmp_path):
     entry = {**_write(tmp_path, edges="src,dst\nc,a\na,b\nc,a\nb,b\nd,a\na,b\n"), "directed": True}
     download("mine", tmp_path / "out", section("dataset", entry))
@@ -256,6 +276,7 @@ def test_directed_edges_keep_their_order_once_each(tmp_path):
     assert graph.info["duplicates_removed"] == 2 and graph.info["self_loops_removed"] == 1
 
 
+@pytest.mark.unit
 def test_category_ids_and_a_glob_that_would_take_the_label(tmp_path):
     """pandas category columns (Arrow dictionaries) name nodes as their text does; a glob over every column leaves
     out the ids, the label and the split."""
@@ -269,6 +290,7 @@ def test_category_ids_and_a_glob_that_would_take_the_label(tmp_path):
     assert graph.num_edges == 6 and graph.features.shape == (4, 2)
 
 
+@pytest.mark.unit
 def test_a_changed_node_keys_file_is_refused(tmp_path):
     from sylvie.formats.node_keys import FILE, read_node_keys
 
@@ -292,6 +314,7 @@ def _folder(tmp_path, name: str, parts: dict) -> str:
     return str(tmp_path / name)
 
 
+@pytest.mark.unit
 def test_a_folder_is_read_whole_or_refused_by_name(tmp_path, monkeypatch):
     """Every entry of a folder (hidden and _-prefixed ones aside) is a file of the table, read, or an error naming
     it; and its files agree on the columns read (a glob resolved on each), so no column or part is left out."""
@@ -331,6 +354,7 @@ def test_a_folder_is_read_whole_or_refused_by_name(tmp_path, monkeypatch):
     _refused(tmp_path, entry, r"edges/part-3.csv: edges: not readable \(permission denied\)")
 
 
+@pytest.mark.unit
 def test_a_column_in_two_roles_is_refused_naming_both(tmp_path):
     """A column is the key, the label, a split column, a feature or an edge's end, one of them; and a feature is
     named once. A glob leaves out the columns of other roles."""
@@ -359,6 +383,7 @@ def test_a_column_in_two_roles_is_refused_naming_both(tmp_path):
     assert load_graph(tmp_path / "ok").features.shape == (4, 2)
 
 
+@pytest.mark.unit
 def test_unclear_input_is_one_clear_line(tmp_path, capsys):
     """A file that is not what its name says, a Feather V1 file, a mask or feature value named by its column and
     line (Arrow names a column by number), a (2, 2) .npy edge array: each one line naming the file; the command
@@ -413,6 +438,7 @@ def test_unclear_input_is_one_clear_line(tmp_path, capsys):
     assert len(err) == 1 and "v1.feather: edges: a Feather V1 file" in err[0]
 
 
+@pytest.mark.unit
 def test_quiet_surprises_say_so_in_a_warning(tmp_path, caplog):
     """A graph that reads but is likely not what was meant: no edges (a header only), every edge a self-loop, a
     class number no node has, one class only, a class with no node in the train split: one warning line each."""
@@ -444,6 +470,7 @@ def test_quiet_surprises_say_so_in_a_warning(tmp_path, caplog):
 
 # ---- what other tools write: text not in UTF-8, Arrow's view types, split -l parts, pipes, old and encrypted files --
 
+@pytest.mark.unit
 def test_text_not_in_utf8_is_named_with_the_command_that_converts_it(tmp_path):
     """UTF-16 or UTF-32 text (Excel's "Unicode text", PowerShell 5), with or without a byte order mark, gzip'd or
     not, and Latin-1 bytes in a value or the header: one line naming the file (and the line, column and byte of a
@@ -479,6 +506,7 @@ def test_text_not_in_utf8_is_named_with_the_command_that_converts_it(tmp_path):
     _refused(tmp_path, entry, r"edges.csv, line 3: edges: column 'dst': byte 0xe9 of b'\\xe9' is not UTF-8 text")
 
 
+@pytest.mark.unit
 @pytest.mark.skipif(not hasattr(pa, "string_view"), reason="Arrow's view types came in pyarrow 16")
 def test_arrow_view_types_as_polars_writes_them_read_as_their_values(tmp_path):
     """Polars >= 1.0 writes text as string_view (ids, labels, splits), bytes as binary_view and lists as list
@@ -510,6 +538,7 @@ def test_arrow_view_types_as_polars_writes_them_read_as_their_values(tmp_path):
     _refused(tmp_path, entry, r"edges.arrow, row 1: edges: column 'src' holds bytes, and b'\\xe9' is not UTF-8 text")
 
 
+@pytest.mark.unit
 def test_a_part_without_the_header_a_pipe_an_old_stream_an_encrypted_file(tmp_path):
     """A folder cut by split -l (the header in its first part only) shows the part's first line; a later part with
     other columns shows them; a FIFO or /dev/fd/N given as the table says to write it to a file (not advice about
@@ -568,6 +597,7 @@ def test_a_part_without_the_header_a_pipe_an_old_stream_an_encrypted_file(tmp_pa
              r"columns.parquet: edges: an encrypted Parquet file \(its columns encrypted\), which is not read")
 
 
+@pytest.mark.unit
 def test_each_file_of_a_table_has_its_columns_read_once(tmp_path, monkeypatch):
     """A node table's columns are read once per file (once for the roles, the features and the reading of the
     rows alike), not three or four times."""

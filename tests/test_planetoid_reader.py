@@ -26,8 +26,6 @@ from sylvie.data import planetoid
 from sylvie.data.graph import Graph, remove_self_loops
 from sylvie.errors import SylvieError
 
-pytestmark = pytest.mark.unit
-
 # The embedded Cora's fingerprint as the DGL-based loader gave it (sylvie/data/planetoid.py before this reader, at
 # aca673e; tests/test_planetoid_without_dgl.py pins it too).
 CORA_FINGERPRINT = "e66bb23fa7ad56e0f9453bce2d0ee1706c0989778b9a4923b1dcb01b62d8c71b"
@@ -78,6 +76,7 @@ def _dgl_default_server(monkeypatch):
     monkeypatch.delenv("DGL_REPO", raising=False)  # DGL's folder names hash its URL, which DGL_REPO changes
 
 
+@pytest.mark.unit
 def test_embedded_cora_is_what_dgl_read(tmp_path):
     ours = planetoid.load_planetoid("cora", CORA_RAW, allow_download=False)
     ref = dgl_reference("cora", cora_files(), tmp_path)
@@ -90,6 +89,7 @@ def test_embedded_cora_is_what_dgl_read(tmp_path):
     assert all(np.unique(r[r > 0]).size == 1 for r in rows[:50])
 
 
+@pytest.mark.unit
 def test_the_url_and_folder_are_dgls():
     from dgl.data.citation_graph import CitationGraphDataset
     from dgl.data.utils import _get_dgl_url
@@ -168,6 +168,7 @@ def write_planetoid(folder: Path, prefix: str, seed: int, *, gaps: bool = False,
     ("citeseer", False, np.float32),
     ("pubmed", False, np.float64),
 ])
+@pytest.mark.unit
 def test_synthetic_planetoid_files_read_as_dgl_reads_them(tmp_path, name, gaps, dtype):
     files = write_planetoid(tmp_path / "raw", name, seed=len(name) + gaps, gaps=gaps, dtype=dtype)
     ours = planetoid.load_planetoid(name, tmp_path / "raw", allow_download=False)
@@ -217,6 +218,7 @@ def one_line_error(raw: Path) -> str:
     ("dense", "holds a numpy ndarray of shape (140, 1433) (float32), expected a scipy sparse matrix"),
     ("bad_indices", "a corrupt sparse matrix"),
 ])
+@pytest.mark.unit
 def test_a_bad_feature_file_is_one_line_naming_it(cora_copy, damage, expected):
     path = cora_copy / "ind.cora.x"
     data = path.read_bytes()
@@ -238,6 +240,7 @@ def test_a_bad_feature_file_is_one_line_naming_it(cora_copy, damage, expected):
     assert message.startswith(f"{path}: ") and expected in message, message
 
 
+@pytest.mark.unit
 def test_a_pickle_naming_anything_else_is_refused_unloaded(cora_copy, tmp_path):
     marker = tmp_path / "unpickling-ran-this"
     (cora_copy / "ind.cora.graph").write_bytes(pickle.dumps(Mkdir(marker), protocol=2))
@@ -253,6 +256,7 @@ def test_a_pickle_naming_anything_else_is_refused_unloaded(cora_copy, tmp_path):
     ("graph", {0: 5}, "holds the entry 0: an int, expected a dict of adjacency lists"),
     ("graph", {0: ["a"]}, "a node id is not an integer"),
 ])
+@pytest.mark.unit
 def test_a_file_of_an_unexpected_type_is_one_line_naming_it(cora_copy, suffix, obj, expected):
     path = cora_copy / f"ind.cora.{suffix}"
     path.write_bytes(pickle.dumps(obj, protocol=4))
@@ -260,6 +264,7 @@ def test_a_file_of_an_unexpected_type_is_one_line_naming_it(cora_copy, suffix, o
     assert message.startswith(f"{path}: ") and expected in message, message
 
 
+@pytest.mark.unit
 def test_a_bad_test_index_is_one_line_naming_it(cora_copy):
     path = cora_copy / "ind.cora.test.index"
     lines = path.read_text().splitlines()
@@ -269,6 +274,7 @@ def test_a_bad_test_index_is_one_line_naming_it(cora_copy):
     assert one_line_error(cora_copy).startswith(f"{path}: test node ids must lie in [0, 2708)")
 
 
+@pytest.mark.unit
 def test_a_graph_missing_nodes_is_one_line(cora_copy):
     path = cora_copy / "ind.cora.graph"
     graph = planetoid._unpickle(path)
@@ -278,11 +284,13 @@ def test_a_graph_missing_nodes_is_one_line(cora_copy):
                                                 f"files 2708 rows")
 
 
+@pytest.mark.unit
 def test_a_missing_file_is_named(cora_copy):
     (cora_copy / "ind.cora.ty").unlink()
     assert one_line_error(cora_copy).startswith(f"{cora_copy}: Planetoid files incomplete, missing ind.cora.ty;")
 
 
+@pytest.mark.unit
 def test_nothing_but_the_planetoid_files_is_unpickled(tmp_path):
     path = tmp_path / "model.pkl"
     path.write_bytes(pickle.dumps([1], protocol=4))
@@ -290,6 +298,7 @@ def test_nothing_but_the_planetoid_files_is_unpickled(tmp_path):
         planetoid._unpickle(path)
 
 
+@pytest.mark.unit
 def test_the_cli_prints_one_line_naming_the_file(cora_copy, tmp_path, capsys):
     (cora_copy / "ind.cora.allx").write_bytes(b"\x80\x02corrupt")
     out = tmp_path / "ds"
@@ -326,6 +335,7 @@ def cora_zip() -> bytes:
     return buf.getvalue()
 
 
+@pytest.mark.slow
 def test_a_missing_dataset_is_downloaded_into_dgls_folder(server, tmp_path, caplog):
     (server / "dataset").mkdir()
     (server / "dataset" / "cora_v2.zip").write_bytes(cora_zip())
@@ -340,6 +350,7 @@ def test_a_missing_dataset_is_downloaded_into_dgls_folder(server, tmp_path, capl
     assert planetoid.load_planetoid("cora", raw, allow_download=False).fingerprint() == CORA_FINGERPRINT
 
 
+@pytest.mark.unit
 def test_a_failed_download_is_one_line(server, tmp_path):
     raw = tmp_path / "raw"
     with pytest.raises(SylvieError) as e:
@@ -350,6 +361,7 @@ def test_a_failed_download_is_one_line(server, tmp_path):
     assert "\n" not in str(e.value) and [p.name for p in raw.iterdir()] == []  # no partial download left
 
 
+@pytest.mark.unit
 def test_a_download_that_is_not_a_zip_is_one_line(server, tmp_path):
     (server / "dataset").mkdir()
     (server / "dataset" / "citeseer.zip").write_bytes(b"<html>not here</html>")
@@ -357,6 +369,7 @@ def test_a_download_that_is_not_a_zip_is_one_line(server, tmp_path):
         planetoid.load_planetoid("citeseer", tmp_path / "raw", allow_download=True, timeout_s=10)
 
 
+@pytest.mark.unit
 def test_a_silent_server_times_out(tmp_path, monkeypatch):
     with socket.socket() as listener:  # accepts connections (the kernel's backlog) and never answers
         listener.bind(("127.0.0.1", 0))

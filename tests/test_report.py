@@ -17,8 +17,6 @@ from sylvie.report.grouping import collect
 from sylvie.report.run_output import RunOutput
 from sylvie.report.time_to_accuracy import accuracy_over_time, accuracy_target, time_to_accuracy
 
-pytestmark = pytest.mark.unit
-
 
 def _run(name, seed, times, accs):
     return RunOutput(name, seed, [EpochRecord.from_json({"epoch": e, "loss": 1.0, "epoch_time": t, "val_acc": a,
@@ -26,6 +24,7 @@ def _run(name, seed, times, accs):
                                   for e, (t, a) in enumerate(zip(times, accs))], None)
 
 
+@pytest.mark.unit
 def test_time_to_accuracy_sums_epoch_times_and_averages_seeds():
     fast = [_run("fast", 0, [1, 1, 1, 1], [0.5, None, 0.7, 0.8]), _run("fast", 1, [1, 1, 1, 1], [0.5, None, 0.7, 0.6])]
     slow = [_run("slow", 0, [3, 3, 3], [0.6, 0.75, 0.9])]
@@ -139,6 +138,7 @@ def report(tmp_path, run_dirs, capsys, out=None):
     return code, err, rows
 
 
+@pytest.mark.unit
 def test_a_run_directory_given_twice_counts_once(tmp_path, capsys):
     seed0 = write_run(tmp_path / "results/gcn/seed0", seed=0, acc=0.7)
     seed1 = write_run(tmp_path / "results/gcn/seed1", seed=1, acc=0.9)
@@ -150,6 +150,7 @@ def test_a_run_directory_given_twice_counts_once(tmp_path, capsys):
     assert "counts once" in err
 
 
+@pytest.mark.unit
 def test_two_directories_recording_one_seed_of_one_run_are_an_error(tmp_path, capsys):
     seed0 = write_run(tmp_path / "results/gcn/seed0", seed=0)
     shutil.copytree(seed0, tmp_path / "results/gcn/seed0-copy")
@@ -159,6 +160,7 @@ def test_two_directories_recording_one_seed_of_one_run_are_an_error(tmp_path, ca
     assert not (tmp_path / "report").exists()
 
 
+@pytest.mark.slow
 def test_runs_are_grouped_by_their_settings_and_folder(tmp_path, capsys):
     r = tmp_path / "results"
     default_layout = [write_run(r / "gcn-p4" / f"seed{s}", seed=s, acc=a) for s, a in [(0, 0.8), (1, 0.7), (2, 0.9)]]
@@ -185,6 +187,7 @@ def _unsealed(line: str) -> dict:
     return {k: v for k, v in json.loads(line).items() if k != "checksum"}
 
 
+@pytest.mark.slow
 def test_numbers_that_are_not_finite_are_words(tmp_path, capsys):
     r = tmp_path / "results"
     no_test = write_run(r / "no-test-nodes/seed0", test_nodes=False)
@@ -208,6 +211,7 @@ def test_numbers_that_are_not_finite_are_words(tmp_path, capsys):
     assert not [c for c in cells if c.strip() in ("", "–", "-", "nan", "inf") or sum(ch.isdigit() for ch in c) > 12]
 
 
+@pytest.mark.slow
 def test_failed_runs_are_shown_as_failed_in_the_table_and_the_plots(tmp_path, capsys):
     from sylvie.formats.run_failure import RunFailure
     from sylvie.report.plots import figure
@@ -241,6 +245,7 @@ def test_failed_runs_are_shown_as_failed_in_the_table_and_the_plots(tmp_path, ca
             plt.close(fig)
 
 
+@pytest.mark.slow
 def test_a_report_is_written_over_only_its_own_files(tmp_path, capsys):
     """An earlier report's page and plots are replaced; a user's file under one of their names (a page, a plot, a
     folder) is not: refused naming it, nothing changed."""
@@ -270,6 +275,7 @@ def _lines(path: Path) -> list[str]:
     return path.read_text().splitlines(keepends=True)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("member", ["metrics cut at a line", "metrics with a line added", "eval.json of another run",
                                     "metrics.jsonl of another run"])
 def test_a_runs_files_of_two_runs_or_cut_short_are_refused(tmp_path, capsys, member):
@@ -299,6 +305,7 @@ def test_a_runs_files_of_two_runs_or_cut_short_are_refused(tmp_path, capsys, mem
     assert "rerun `sylvie" in last and f"leave {run} out of the report" in last
 
 
+@pytest.mark.unit
 def test_a_runs_files_written_before_they_named_their_run_are_read(tmp_path, capsys):
     run = write_run(tmp_path / "r" / "seed0")
     metrics = run / "metrics.jsonl"

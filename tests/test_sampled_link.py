@@ -82,7 +82,7 @@ def _both_ways(src, dst) -> set:
 
 # ---- the draws: exclusion before the draw --------------------------------------------------------------------------
 
-@pytest.mark.unit
+@pytest.mark.slow
 @pytest.mark.parametrize("self_loop", [False, True])
 def test_excluded_edges_leave_the_candidates_and_the_rest_is_drawn_uniformly(cora_link_partitions, self_loop):
     """The kernel with edges excluded draws what its plain-Python specification draws; with none excluded, the same

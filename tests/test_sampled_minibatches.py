@@ -20,7 +20,6 @@ from sylvie.sampling.neighbor_sampler import (
 from sylvie.sampling.pipeline import SamplingPipeline
 from sylvie.sampling.vip import iterations_per_epoch, vertex_inclusion_probability
 
-pytestmark = pytest.mark.unit
 PARTS = 4
 
 
@@ -30,6 +29,7 @@ def _part(cora_partitions, k):
     return topo, shard, topo.part_offsets[k] + np.flatnonzero(shard.train)
 
 
+@pytest.mark.unit
 def test_an_epoch_uses_every_training_vertex_once_in_the_same_number_of_batches(cora_partitions):
     counts = [int(_part(cora_partitions, k)[1].train.sum()) for k in range(PARTS)]
     iterations = iterations_per_epoch(counts, batch_size=8)
@@ -43,6 +43,7 @@ def test_an_epoch_uses_every_training_vertex_once_in_the_same_number_of_batches(
     assert not all(np.array_equal(a, b) for a, b in zip(batches, sampler.epoch_seeds(4)))
 
 
+@pytest.mark.unit
 def test_with_self_loops_every_vertex_of_a_full_neighbourhood_block_has_itself_as_a_source_once(cora_partitions):
     """A model with self-loops samples each vertex's loop like any other in-edge: with a fanout above every degree,
     a destination's sources are its in-neighbours (with repeats, as the topology has them) plus itself once."""
@@ -56,6 +57,7 @@ def test_with_self_loops_every_vertex_of_a_full_neighbourhood_block_has_itself_a
     assert int(block.in_degree.sum()) == block.num_edges
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("arch", ["sage", "gcn"])
 def test_a_model_on_full_neighbourhood_blocks_computes_what_it_does_on_the_whole_graph(cora_partitions, arch):
     """Blocks that sample every neighbour are the whole graph around the seeds: the same model (same weights) gives
@@ -82,6 +84,7 @@ def _global_table(part_dir):
     return torch.cat([torch.tensor(read_shard(part_dir, k).feat) for k in range(PARTS)])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("policy", POLICIES)
 def test_the_rows_a_rank_gathers_are_the_global_tables_rows_bitwise(cora_partitions, policy):
     """For every policy and alpha: own rows, cached rows and rows fetched from their owners (fp32) together equal
@@ -118,6 +121,7 @@ def test_the_rows_a_rank_gathers_are_the_global_tables_rows_bitwise(cora_partiti
                     assert where.remote == 0, (policy, alpha)  # every remote vertex a minibatch can reach is cached
 
 
+@pytest.mark.unit
 def test_local_rows_are_stored_hottest_first(cora_partitions):
     topo, shard, train = _part(cora_partitions, 0)
     vip = vertex_inclusion_probability(topo.in_indptr, topo.in_src, train, 16, [5, 10])
@@ -131,6 +135,7 @@ def test_local_rows_are_stored_hottest_first(cora_partitions):
     assert torch.equal(features.table[0], torch.tensor(shard.feat[order[0] - topo.part_offsets[0]]))
 
 
+@pytest.mark.unit
 def test_the_sampling_thread_keeps_order_and_depth_and_reports_errors():
     pipeline = SamplingPipeline(depth=2, timeout=5)
     started = []
@@ -162,6 +167,7 @@ def test_the_sampling_thread_keeps_order_and_depth_and_reports_errors():
     slow.close()
 
 
+@pytest.mark.slow
 def test_vip_matches_dgls_sampler_on_a_synthetic_graph():
     """Monte Carlo: 2,000 minibatches of DGL's sampler per part on a synthetic power-law graph."""
     from scipy.stats import spearmanr
@@ -203,11 +209,13 @@ def _config(**run):
     ({"train": {"mode": "sampled"}, "cache": {"policy": "lru"}}, "cache.policy"),
     ({"train": {"mode": "sampled"}, "sampling": {"remote_bits": 3}}, "sampling.remote_bits"),
 ])
+@pytest.mark.unit
 def test_bad_sampling_settings_name_their_field(run, field):
     with pytest.raises(SylvieError, match=f"'runs.r.{field}'"):
         resolve_runs(_config(**run))
 
 
+@pytest.mark.unit
 def test_fanouts_of_the_wrong_length_are_a_clear_error():
     with pytest.raises(SylvieError, match=r"runs.r: sampling.fanouts has 3 entries \[15, 10, 5\] but model.layers "
                                           r"is 2; give one fanout per layer"):

@@ -17,8 +17,6 @@ from sylvie.data.registry import check_dataset, download
 from sylvie.errors import SylvieError
 from sylvie.formats.node_keys import read_node_keys
 
-pytestmark = pytest.mark.unit
-
 
 @pytest.fixture(scope="module")
 def cora(cora_dir):
@@ -47,6 +45,7 @@ def _by_key(graph, relation: int) -> set:
                    (graph.dst[mine] - graph.type_offsets[d]).tolist(), strict=True))
 
 
+@pytest.mark.unit
 def test_tables_keyed_their_own_way_and_citations_once_declared_undirected(cora, exported, tmp_path, caplog):
     caplog.set_level(logging.WARNING)
     got = _built(exported, tmp_path / "g")
@@ -69,6 +68,7 @@ def test_tables_keyed_their_own_way_and_citations_once_declared_undirected(cora,
         np.testing.assert_array_equal(getattr(got, split)[:cora.num_nodes], getattr(cora, split)[paper])
 
 
+@pytest.mark.unit
 def test_citations_given_once_or_both_ways_make_one_graph(cora, exported, tmp_path):
     both = write_papers_and_words(cora, tmp_path / "both", cites_both_ways=True)
     once, twice = _built(exported, tmp_path / "once"), _built(both, tmp_path / "twice")
@@ -76,6 +76,7 @@ def test_citations_given_once_or_both_ways_make_one_graph(cora, exported, tmp_pa
     np.testing.assert_array_equal(once.relation, twice.relation)
 
 
+@pytest.mark.unit
 def test_the_columns_given_per_table_on_the_command_line(exported, tmp_path):
     relations = [json.dumps(r) for r in exported["relations"]]
     assert cli.main(["download", "mine", "--out", str(tmp_path / "g"), "--source", "files", "--target", "paper",
@@ -84,6 +85,7 @@ def test_the_columns_given_per_table_on_the_command_line(exported, tmp_path):
     assert _built(exported, tmp_path / "config").fingerprint() == load_graph(tmp_path / "g").fingerprint()
 
 
+@pytest.mark.unit
 def test_an_undirected_relation_between_two_types_is_refused(exported, tmp_path):
     options = copy.deepcopy(exported)
     options["relations"][1]["directed"] = False
@@ -98,6 +100,7 @@ def test_an_undirected_relation_between_two_types_is_refused(exported, tmp_path)
 
 @pytest.mark.parametrize(("directed", "both_ways", "said"), [(None, False, True), (True, False, False),
                                                              (None, True, False)])
+@pytest.mark.slow
 def test_a_one_way_relation_taken_as_directed_is_said(cora, tmp_path, caplog, directed, both_ways, said):
     """Citations once per pair, their direction not declared: a line saying that almost none has its reverse and how
     to declare the relation undirected; not where ``directed: true`` says the direction means something, nor where
@@ -118,6 +121,7 @@ def test_a_one_way_relation_taken_as_directed_is_said(cora, tmp_path, caplog, di
         assert lines == []
 
 
+@pytest.mark.unit
 def test_feature_columns_that_match_nothing_are_said(exported, tmp_path, caplog):
     options = copy.deepcopy(exported)
     del options["node_tables"]["word"]["feature_columns"]  # the dataset's feature_columns, [feat]: not a column
@@ -135,6 +139,7 @@ def test_feature_columns_that_match_nothing_are_said(exported, tmp_path, caplog)
     assert "feature_columns: []" in word
 
 
+@pytest.mark.unit
 def test_an_edge_split_of_an_undirected_relation_holds_each_pair_out_both_ways(exported, tmp_path):
     options = {**exported, "edge_split": [0.1, 0.1], "edge_split_relation": "cites"}
     got = _built(options, tmp_path / "g")
@@ -149,6 +154,7 @@ def test_an_edge_split_of_an_undirected_relation_holds_each_pair_out_both_ways(e
 
 
 @pytest.mark.parametrize("ends", [("paper", "paper"), ("word", "paper"), ("paper", "word")])
+@pytest.mark.unit
 def test_a_given_relation_named_as_a_generated_reverse_is_refused(exported, tmp_path, ends):
     """With reverse_relations on, a relation of the user's named rev-<another's name> would silently stand in for
     that relation's reverse, whatever its ends and direction: refused naming it; with reverse_relations false, every
@@ -169,6 +175,7 @@ def test_a_given_relation_named_as_a_generated_reverse_is_refused(exported, tmp_
 
 
 @pytest.mark.parametrize("reverse_relations", [True, False])
+@pytest.mark.unit
 def test_one_type_and_one_undirected_relation_takes_an_edge_split_as_a_graph_of_one_type(exported, tmp_path,
                                                                                            reverse_relations):
     """Papers and their citations alone, declared undirected: one node type and one relation (no reverse added),

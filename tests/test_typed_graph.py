@@ -18,8 +18,6 @@ from sylvie.graph_types import GraphTypes, Relation
 from sylvie.models.blocks import whole_graph_block
 from sylvie.models.gnn import GNN
 
-pytestmark = pytest.mark.unit
-
 NODES = 30_000
 
 
@@ -30,6 +28,7 @@ def mag():
     return generate_from(section("dataset", {"preset": "mag", "nodes": NODES}), "mag")
 
 
+@pytest.mark.unit
 def test_the_mag_preset_has_ogbn_mags_shape(mag):
     scale = NODES / MAG_TOTAL
     assert mag.types.node_types == tuple(MAG_NODES) and mag.types.target == "paper"
@@ -51,11 +50,13 @@ def test_the_mag_preset_has_ogbn_mags_shape(mag):
     mag.validate("mag")
 
 
+@pytest.mark.unit
 def test_reverse_relations_off(small_mag_one_way):
     g = small_mag_one_way  # the mag preset with reverse_relations off
     assert len(g.types.relations) == 4 and int(g.relation.max()) == 3
 
 
+@pytest.mark.unit
 def test_a_typed_graph_round_trips_and_a_changed_file_is_named(mag, tmp_path):
     meta = save_graph(mag, tmp_path / "g", source="synthetic")
     assert meta["types"]["target"] == "paper" and meta["type_counts"] == list(mag.node_counts)
@@ -73,6 +74,7 @@ def test_a_typed_graph_round_trips_and_a_changed_file_is_named(mag, tmp_path):
         load_graph(tmp_path / "g")
 
 
+@pytest.mark.unit
 def test_a_homogeneous_graph_is_written_as_before(tmp_path):
     g = generate_from(section("dataset", {"nodes": 500}), "synthetic")
     meta = save_graph(g, tmp_path / "g", source="synthetic")
@@ -104,18 +106,21 @@ def small_typed(**change):
     ({"type_features": (np.ones((2, 4), np.float32), None)}, "node type 'a'.*2 rows, expected 3"),
     ({"relation": None}, "needs each edge's relation"),
 ])
+@pytest.mark.unit
 def test_a_malformed_typed_graph_is_refused_naming_the_field(change, message):
     small_typed().validate("ok")
     with pytest.raises(SylvieError, match=message):
         small_typed(**change).validate("g")
 
 
+@pytest.mark.unit
 def test_nothing_half_written_for_a_malformed_typed_graph(tmp_path):
     with pytest.raises(SylvieError):
         save_graph(small_typed(labels=np.array([1, -1, -1, 0, 1])), tmp_path / "g", source="files")
     assert not (tmp_path / "g").exists() and not list(tmp_path.iterdir())
 
 
+@pytest.mark.unit
 def test_a_meta_json_edited_is_named(mag, tmp_path):
     save_graph(mag, tmp_path / "g", source="synthetic")
     meta = json.loads((tmp_path / "g" / "meta.json").read_text())
@@ -129,6 +134,7 @@ def test_a_meta_json_edited_is_named(mag, tmp_path):
         load_graph(tmp_path / "g")
 
 
+@pytest.mark.slow
 def test_rgcn_learns_the_presets_venues_in_one_process():
     """The preset's signal is in its structure as well as in the papers' features: R-GCN (authors, institutions and
     fields learnt as embeddings) beats a model of the features alone (R-GCN with no relation: its self-loop)."""
@@ -161,6 +167,7 @@ def test_rgcn_learns_the_presets_venues_in_one_process():
     assert with_relations > features_only + 0.05, (with_relations, features_only)
 
 
+@pytest.mark.unit
 def test_export_refuses_a_typed_graph_writing_nothing(mag, tmp_path):
     from sylvie.data.export import ExportLayout, export_graph
     save_graph(mag, tmp_path / "g", source="synthetic")
@@ -169,6 +176,7 @@ def test_export_refuses_a_typed_graph_writing_nothing(mag, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["g"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["metis", "random"])
 def test_a_typed_partition_holds_every_edge_with_its_relation_and_every_types_rows(mag, tmp_path, method):
     """Format 4: each shard's inner rows type-contiguous, each featured type's rows, each edge's relation; METIS

@@ -22,8 +22,6 @@ from sylvie.models.ops import torch_ops
 from sylvie.models.relational_conv import RelationalConv
 from sylvie.models.rgcn import RelGraphConv as OurRelGraphConv
 
-pytestmark = pytest.mark.unit
-
 PATHS = ("kernels", "torch")
 TYPES = GraphTypes(("paper", "author", "field"),
                    (Relation("author", "writes", "paper"), Relation("paper", "cites", "paper"),
@@ -90,6 +88,7 @@ def dgl_rgcn_layer(types, widths, out, ours: OurRelGraphConv):
     return HeteroGraphConv(mods, aggregate="sum")
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("out", [4, 2])  # widens (mean, then weight) and narrows (weight, then mean)
 def test_rgcn_layer_matches_dgl_heterograph_conv(path, out):
@@ -117,6 +116,7 @@ def test_rgcn_layer_matches_dgl_heterograph_conv(path, out):
         close(ours.weight[r].grad, theirs.mods[relation.name].weight.grad, f"weight gradient of {relation}")
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("path", PATHS)
 def test_rgcn_bases_match_dgl_rel_graph_conv(path):
     """One node type, three relations, basis decomposition: DGL's ``RelGraphConv`` with each edge's norm 1 / its
@@ -168,6 +168,7 @@ def dgl_gat(ours_conv, in_src, in_dst, out, heads):
     return conv
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("self_loop", [True, False])
 def test_rgat_layer_matches_dgl_heterograph_conv(path, self_loop):
@@ -264,6 +265,7 @@ def dgl_sage(ours_conv, in_src, in_dst, out, heads):
     return conv
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("arch", ["gcn", "sage", "gat", "rgcn", "rgat"])
 @pytest.mark.parametrize("self_loop", [True, False])
@@ -295,6 +297,7 @@ def test_stack_with_an_embedding_table_matches_dgl(path, arch, self_loop):
     assert grads_ours[2].abs().sum() > 0
 
 
+@pytest.mark.unit
 def test_homogeneous_types_are_one_of_each():
     assert HOMOGENEOUS.homogeneous and HOMOGENEOUS.target_index == 0
     with_rev, of = TYPES.with_reverses()
@@ -302,11 +305,13 @@ def test_homogeneous_types_are_one_of_each():
     assert with_rev.relations[5] == Relation("paper", "rev-writes", "author")
 
 
+@pytest.mark.unit
 def test_a_reverse_given_is_not_reversed_again():
     given = GraphTypes(("a", "b"), (Relation("a", "r", "b"), Relation("b", "rev-r", "a")), "a")
     assert given.with_reverses() == (given, [])
 
 
+@pytest.mark.unit
 def test_embedding_rows_start_alike_for_any_seed_the_schema_allows():
     from sylvie.models.gnn import EMBEDDING_CHUNK, embedding_init
     ids = torch.tensor([0, 5, EMBEDDING_CHUNK + 3])
@@ -314,6 +319,7 @@ def test_embedding_rows_start_alike_for_any_seed_the_schema_allows():
     assert torch.equal(embedding_init(ids, 3, 2 ** 32 - 1, 2), whole[ids])
 
 
+@pytest.mark.unit
 def test_typed_models_need_a_fanout_per_layer_when_sampled():
     from sylvie.config import check_sampling, section
     from sylvie.errors import SylvieError

@@ -16,7 +16,6 @@ from sylvie.sampling.fanouts import resolve_fanouts
 from sylvie.sampling.neighbor_sampler import NeighborSampler
 from sylvie.sampling.vip import edge_destinations, salient_vip, vertex_inclusion_probability
 
-pytestmark = pytest.mark.unit
 # DGL's order (input layer first), a fanout per relation of the mag preset's eight, different for each
 FANOUTS = [(4, 2, 3, 1, 2, 5, 3, 2), (3, 5, 2, 2, 4, 1, 2, 3)]
 
@@ -35,6 +34,7 @@ def _sampler(topo, part_dir, part, fanouts=FANOUTS, batch=16):
                            in_relation=topo.in_relation), train, iterations
 
 
+@pytest.mark.unit
 def test_the_typed_topology_holds_every_edge_with_its_relation_by_destination_then_relation(mag):
     graph, topo = load_graph(mag[0]), read_topology(mag[1])
     new_of = np.empty(graph.num_nodes, np.int64)
@@ -51,6 +51,7 @@ def test_the_typed_topology_holds_every_edge_with_its_relation_by_destination_th
         assert (node_type[topo.in_src[mine]] == s).all() and (node_type[dst[mine]] == d).all()
 
 
+@pytest.mark.unit
 def test_each_hop_draws_each_relations_fanout_from_that_relations_in_edges(mag):
     topo = read_topology(mag[1])
     sampler, train, _ = _sampler(topo, mag[1], 0)
@@ -79,6 +80,7 @@ def test_each_hop_draws_each_relations_fanout_from_that_relations_in_edges(mag):
                for a, b in zip(x.relations, y.relations))
 
 
+@pytest.mark.slow
 def test_vip_is_each_node_types_inclusion_frequency_within_the_monte_carlos_error(mag):
     """Every vertex's share of the minibatches (2 hops, a fanout per relation) whose input it is, over 150 epochs of
     the sampler itself, against its VIP: for each node type the mean error within 1.5 standard errors of the
@@ -109,6 +111,7 @@ def test_vip_is_each_node_types_inclusion_frequency_within_the_monte_carlos_erro
     assert worst_published > 3
 
 
+@pytest.mark.unit
 def test_fanouts_per_relation_are_resolved_or_refused_naming_the_config_key():
     types = GraphTypes(("paper", "author"), (Relation("paper", "cites", "paper"), Relation("author", "writes", "paper"),
                                              Relation("paper", "rev-writes", "author")), "paper")
@@ -126,6 +129,7 @@ def test_fanouts_per_relation_are_resolved_or_refused_naming_the_config_key():
     assert fanouts_id([{"cites": 3}]) != fanouts_id([{"cites": 4}])
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("arch", ["rgat", "rgcn"])
 def test_a_typed_model_on_full_neighbourhood_blocks_computes_what_it_does_on_the_whole_graph(tmp_path, arch):
     """Blocks that draw every in-edge of every relation are the whole graph around the seeds: the same model (same
@@ -161,6 +165,7 @@ def test_a_typed_model_on_full_neighbourhood_blocks_computes_what_it_does_on_the
     torch.testing.assert_close(got, expected[target], rtol=1e-10, atol=1e-10)
 
 
+@pytest.mark.unit
 def test_embedding_rows_are_pulled_from_their_owners_and_their_gradients_summed_back():
     """3 ranks own 4, 3 and 5 rows of a table; each pulls rows of any owner (its own too, some twice) and pushes a
     gradient for each: every owner's gradient is the sum of what every rank sent for its rows, as one process's
@@ -191,6 +196,7 @@ def test_embedding_rows_are_pulled_from_their_owners_and_their_gradients_summed_
 
 
 
+@pytest.mark.unit
 def test_a_byte_budget_takes_rows_by_score_per_byte_across_widths():
     """Two node types of 4 and 1 columns: the cache's budget is bytes, rows ranked by score per byte, each taken
     while it fits; random fills the same budget in a seeded order; a part's type ranges map to each type's space."""

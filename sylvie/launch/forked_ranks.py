@@ -20,17 +20,20 @@ import signal
 import sys
 import time
 import uuid
+from collections.abc import Callable
 
-from sylvie.launch.process_tree import FORKED_RANK
+from sylvie.launch.process_tree import FORKED_RANK, die_with_parent
 
 STOP_GRACE_S = 30.0  # torchrun's: how long a rank told to stop may take before it is killed
 PORT_WAIT_S = 120.0  # how long a forked rank waits for the store's port (the parent makes it at once)
 POLL_S = 0.05
 
-# What the ranks of each stage import, once, before they are forked: torch._dynamo comes with the first optimiser
-# (torch.optim's add_param_group) and costs as much as torch itself; the stage's module brings the rest.
-PRELOAD = ("torch", "torch._dynamo", "torch.distributed", "sylvie.cli")
-STAGE_MODULES = {"train": ("sylvie.train.run",), "evaluate": ("sylvie.evaluate.partitioned",)}
+# What the ranks of each stage import, once, before they are forked: the stage's module and what it imports, and
+# where ranks train torch._dynamo, which the first optimiser imports (torch._disable_dynamo's wrapper of
+# Optimizer.add_param_group), costing as much as torch itself.
+PRELOAD = ("torch", "torch.distributed", "sylvie.cli")
+TRAINING = ("torch._dynamo",)
+STAGE_MODULES = {"train": (*TRAINING, "sylvie.train.run"), "evaluate": ("sylvie.evaluate.partitioned",)}
 
 
 def rank_name(rank: int) -> str:
@@ -56,14 +59,23 @@ def rank_env(rank: int, ranks: int, port: int, run_id: str) -> dict[str, str]:
     return {k: str(v) for k, v in env.items()}
 
 
-def preload(command: list[str]) -> None:
-    """Import what ``command``'s ranks need (``sylvie STAGE ...``): once here instead of once per rank. numba takes
-    its thread count as torchrun gives it (``cli._as_rank``), before it is imported."""
+def preload(modules=()) -> None:
+    """Import what the ranks need: torch, sylvie's CLI and ``modules``, once here instead of once
+    per rank; and what numba does at a process's first kernel, loaded from its cache or compiled (its CPU target's
+    registries of implementations, ~0.6 CPU-s). No kernel runs and no thread pool starts. numba takes its thread
+    count as torchrun gives it (``cli._as_rank``), before it is imported."""
     if "OMP_NUM_THREADS" in os.environ:
         os.environ.setdefault("NUMBA_NUM_THREADS", os.environ["OMP_NUM_THREADS"])
-    stage = command[1] if len(command) > 1 else ""
-    for module in (*PRELOAD, *STAGE_MODULES.get(stage, ())):
+    for module in (*PRELOAD, *modules):
         importlib.import_module(module)
+    from numba.core.registry import cpu_target
+
+    cpu_target.target_context.refresh()
+
+
+def stage_modules(command: list[str]) -> tuple[str, ...]:
+    """The modules the ranks of ``sylvie STAGE ...`` import beyond ``PRELOAD``."""
+    return STAGE_MODULES.get(command[1] if len(command) > 1 else "", ())
 
 
 def _sylvie_main():
@@ -74,12 +86,13 @@ def _sylvie_main():
     return script.load()
 
 
-def _run_rank(rank: int, ranks: int, port_pipe: int, run_id: str, argv: list[str]) -> None:
-    """The forked child: wait for the store's port, become rank ``rank`` and run ``sylvie`` with ``argv``; never
-    returns."""
+def _run_rank(rank: int, ranks: int, port_pipe: int, run_id: str, run: Callable[[], int | None]) -> None:
+    """The forked child: wait for the store's port, become rank ``rank`` and exit with what ``run()`` returns (None:
+    0); never returns."""
     code = 1
     try:
         os.setsid()  # a session of its own, as torchrun starts a rank: a terminal's Ctrl-C goes to the launcher
+        die_with_parent()  # and it ends with this process, however that ends
         for sig in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -92,7 +105,7 @@ def _run_rank(rank: int, ranks: int, port_pipe: int, run_id: str, argv: list[str
                   file=sys.stderr)
         else:
             os.environ.update(rank_env(rank, ranks, port, run_id))
-            code = _sylvie_main()(argv)
+            code = run() or 0
     except SystemExit as e:  # argparse's errors and --help
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     except BaseException:
@@ -111,10 +124,10 @@ def _describe(status: int) -> str:
 
 
 class ForkedRanks:
-    """``ranks`` children running ``sylvie`` with ``argv``, forked from this process, and their supervision."""
+    """``ranks`` children, forked from this process, each calling ``run`` as its rank, and their supervision."""
 
-    def __init__(self, ranks: int, argv: list[str]):
-        self.ranks, self.argv = ranks, argv
+    def __init__(self, ranks: int, run: Callable[[], int | None]):
+        self.ranks, self.run = ranks, run
         self.pids: dict[int, int] = {}  # rank -> pid, while it runs
         self.ended: dict[int, tuple[int, int, float]] = {}  # rank -> (pid, exit status, when)
         self.signalled: int | None = None
@@ -122,13 +135,15 @@ class ForkedRanks:
     def start(self) -> ForkedRanks:
         run_id = uuid.uuid4().hex[:12]
         pipes = []
+        sys.stdout.flush()  # else each child would write what this process had buffered again
+        sys.stderr.flush()
         for rank in range(self.ranks):
             read, write = os.pipe()
             pid = os.fork()
             if pid == 0:
                 for w in pipes + [write]:
                     os.close(w)
-                _run_rank(rank, self.ranks, read, run_id, self.argv)
+                _run_rank(rank, self.ranks, read, run_id, self.run)
             os.close(read)
             pipes.append(write)
             self.pids[rank] = pid
@@ -229,8 +244,9 @@ def main(argv: list[str] | None = None) -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command or os.path.basename(command[0]) != "sylvie":
         parser.error("the command must be sylvie's (-- sylvie STAGE ...); run others under torchrun")
-    preload(command)
-    code = ForkedRanks(args.ranks, command[1:]).start().wait()
+    preload(stage_modules(command))
+    sylvie = _sylvie_main()
+    code = ForkedRanks(args.ranks, lambda: sylvie(command[1:])).start().wait()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)  # torch's teardown adds a second to every run and nothing to it
