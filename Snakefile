@@ -1,4 +1,4 @@
-# Sylvie pipeline: download -> partition -> [vip, for sampled runs] -> train (torchrun) -> evaluate -> report.
+# Sylvie pipeline: download -> partition -> [vip, for sampled runs] -> train and evaluate (one job) -> report.
 # Rules only wire inputs, outputs and params; all logic is in the `sylvie` package.
 import os
 
@@ -41,7 +41,6 @@ include: "workflow/rules/download.smk"
 include: "workflow/rules/partition.smk"
 include: "workflow/rules/vip.smk"
 include: "workflow/rules/train.smk"
-include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/report.smk"
 
 

@@ -137,10 +137,26 @@ def _train(args) -> None:
     job = TrainingJob(args.partition, args.out, section_from_args(args, "model"), train, comm, args.seed,
                       section_from_args(args, "sampling"), section_from_args(args, "cache"),
                       section_from_args(args, "features"), args.vip, section_from_args(args, "link"))
+    if args.eval_out:  # before any epoch: an output that cannot be written is refused now, not after training
+        from sylvie.evaluate.result import check_outputs
+
+        inputs = {"--model": os.path.join(args.out, "model.pt"), "--partition": args.partition}
+        if args.eval_dataset:
+            inputs["--dataset"] = args.eval_dataset
+        check_outputs(args.eval_out, None, inputs)
     with TrainingRun(job) as run:
         for epoch in run.loop:
             run.loop.end_epoch(run.trainer.epoch(epoch, evaluate=run.loop.evaluates(epoch)))
         run.finish()
+        if args.eval_out and not args.eval_dataset:  # partition-parallel, in the training's process group
+            from sylvie.evaluate.partitioned import evaluate_partitioned
+
+            model = os.path.join(args.out, "model.pt")
+            _log_evaluation(evaluate_partitioned(args.partition, model, args.eval_out, ctx=run.ctx), args.eval_out)
+    if args.eval_out and args.eval_dataset and run.ctx.rank == 0:  # the whole graph, once the other ranks are done
+        from sylvie.evaluate import evaluate
+
+        _log_evaluation(evaluate(args.eval_dataset, os.path.join(args.out, "model.pt"), args.eval_out), args.eval_out)
     _rank_done()
 
 
@@ -167,16 +183,21 @@ def _evaluate(args) -> None:
         from sylvie.evaluate import evaluate
 
         r = evaluate(args.dataset, args.model, args.out, args.predictions)
-    if r is not None:
-        from sylvie.train.loop import no_nodes
-
-        def acc(split):  # an empty split has no accuracy
-            value = r[f"{split}_acc"]
-            return "n/a" if no_nodes(value) else f"{value:.4f}"
-
-        log.info(f"{r['dataset']}: train {acc('train')}, val {acc('val')}, test {acc('test')} ({r['inference']}) -> "
-                 f"{args.out}")
+    _log_evaluation(r, args.out)
     _rank_done()
+
+
+def _log_evaluation(r: dict | None, out: str) -> None:
+    """The evaluation's line (rank 0's ``r``, eval.json's content; the other ranks' None say nothing)."""
+    if r is None:
+        return
+    from sylvie.train.loop import no_nodes
+
+    def acc(split):  # an empty split has no accuracy
+        value = r[f"{split}_acc"]
+        return "n/a" if no_nodes(value) else f"{value:.4f}"
+
+    log.info(f"{r['dataset']}: train {acc('train')}, val {acc('val')}, test {acc('test')} ({r['inference']}) -> {out}")
 
 
 def _report(args) -> None:
@@ -316,6 +337,12 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--vip", metavar="DIR", help="sampled mode: the VIP analysis written by `sylvie vip` for this "
                                                 "partition and sampling setting (needed by --policy vip; orders "
                                                 "the local rows hottest first)")
+    t.add_argument("--eval-out", metavar="FILE", help="then evaluate the kept model into FILE (eval.json, as `sylvie "
+                                                      "evaluate` writes it) in this job: partition-parallel on these "
+                                                      "ranks, or on the whole graph with --eval-dataset")
+    t.add_argument("--eval-dataset", metavar="DIR", help="with --eval-out: the dataset (canonical form) to evaluate "
+                                                         "on the whole graph, in rank 0, as `sylvie evaluate "
+                                                         "--dataset DIR` does")
     t.set_defaults(func=_train)
 
     e = sub.add_parser("evaluate", help="full-precision inference: whole graph or partition-parallel; writes eval.json",

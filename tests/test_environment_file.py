@@ -177,7 +177,7 @@ def test_rules_run_in_the_current_environment_never_in_one_snakemake_builds():
     common = (REPO / "workflow" / "rules" / "common.smk").read_text()
     assert re.search(r"^def no_conda_env\(wildcards\):\n    return None$", common, re.M), "common.smk: no_conda_env"
     found = rules()
-    assert {"download", "partition", "vip", "train", "evaluate", "report"} <= set(found)
+    assert {"download", "partition", "vip", "train", "report"} <= set(found)
     for name, text in found.items():
         directives = re.findall(r"^    conda:\n\s+(.+)$", text, re.M)
         if re.search(r"^    shell:", text, re.M):

@@ -13,6 +13,7 @@ import yaml
 from support.commands import BIN, REPO, run
 from support.files import copy_repo
 
+from sylvie.atomic import read_jsonl
 from sylvie.config import resolve_runs
 
 SMALL = REPO / "tests" / "configs" / "pipeline.yaml"
@@ -133,15 +134,15 @@ def test_nothing_to_do_after_a_run(finished_pipeline):
 
 
 @pytest.mark.e2e
-def test_learning_rate_change_reruns_train_evaluate_report_only(finished_pipeline, config):
+def test_learning_rate_change_reruns_train_and_report_only(finished_pipeline, config):
     original = config.read_text()
     config.write_text(original.replace("lr: 0.01,", "lr: 0.02,"))
     jobs = scheduled_jobs(finished_pipeline)
-    assert set(jobs) == {"train", "evaluate", "report", "all"}, jobs
+    assert set(jobs) == {"train", "report", "all"}, jobs  # each training job evaluates its model
     before, after = runs_of(original), runs_of(config.read_text())
     rerun, gat = changed(before, after, "train"), {name for name, r in before.items() if r.model.arch == "gat"}
     assert gat and rerun == set(before) - gat  # GAT trains with its own lr
-    assert jobs["train"] == jobs["evaluate"] == seeds(after, rerun), jobs
+    assert jobs["train"] == seeds(after, rerun), jobs
 
 
 @pytest.mark.e2e
@@ -155,7 +156,7 @@ def test_partition_count_change_reruns_from_partition(finished_pipeline, config)
     assert rerun == set(before) - {"gcn-p1", "gcn-p4"}  # the runs with parts of their own keep their partitions
     # one partition balanced for full-graph training, one for sampled (SALIENT++'s constraints), one of cora-links
     assert jobs.get("partition") == partitions(after, rerun) == 3 and jobs.get("vip") == 1, jobs
-    assert jobs.get("train") == jobs.get("evaluate") == seeds(after, rerun), jobs
+    assert jobs.get("train") == seeds(after, rerun) and "evaluate" not in jobs, jobs
 
 
 @pytest.mark.e2e
@@ -171,7 +172,7 @@ def test_balance_changes_rerun_from_partition_only_the_runs_they_change(finished
         rerun = changed(before, after, "partition")
         assert rerun == {name for name, r in before.items() if r.sampled}
         assert jobs.get("partition", 0) == partition_jobs and jobs.get("vip") == 1, jobs
-        assert jobs.get("train") == jobs.get("evaluate") == seeds(after, rerun), jobs
+        assert jobs.get("train") == seeds(after, rerun) and "evaluate" not in jobs, jobs
 
 
 @pytest.mark.e2e
@@ -181,24 +182,27 @@ def test_cache_changes_rerun_train_onward_and_fanout_changes_rerun_vip_onward(fi
     vip_run = seeds(runs, {"sage-p2-sampled-vip0.2"})
     sampled = seeds(runs, {name for name, r in runs.items() if r.sampled})
     config.write_text(original.replace("cache: {policy: vip, alpha: 0.2}", "cache: {policy: vip, alpha: 0.5}"))
-    assert scheduled_jobs(finished_pipeline) == {"train": vip_run, "evaluate": vip_run, "report": 1, "all": 1}
+    assert scheduled_jobs(finished_pipeline) == {"train": vip_run, "report": 1, "all": 1}
     config.write_text(original.replace("cache: {policy: vip, alpha: 0.2}", "cache: {policy: degree, alpha: 0.2}"))
-    assert scheduled_jobs(finished_pipeline) == {"train": vip_run, "evaluate": vip_run, "report": 1, "all": 1}
+    assert scheduled_jobs(finished_pipeline) == {"train": vip_run, "report": 1, "all": 1}
     config.write_text(original.replace("  model: {arch: gcn,", "  sampling: {fanouts: [15, 5]}\n  model: {arch: gcn,"))
     jobs = scheduled_jobs(finished_pipeline)
-    assert jobs == {"vip": 1, "train": sampled, "evaluate": sampled, "report": 1, "all": 1}, jobs  # sampled runs only
+    assert jobs == {"vip": 1, "train": sampled, "report": 1, "all": 1}, jobs  # sampled runs only
 
 
 @pytest.mark.e2e
 def test_partition_parallel_evaluation_in_the_pipeline(finished_pipeline, config):
-    """evaluate.mode partitioned for one run reruns only its evaluations (as `sylvie launch` of 4 ranks), and they
-    write the eval.json whole-graph evaluation wrote."""
+    """evaluate.mode partitioned for one run reruns only its jobs, which resume their finished training (the same
+    epochs, none trained again) and evaluate on their 4 ranks: the eval.json whole-graph evaluation wrote."""
     original = config.read_text()
     before = json.loads((finished_pipeline / "results/gcn-p4/seed0/eval.json").read_text())
+    losses = [r["loss"] for r in read_jsonl(finished_pipeline / "results/gcn-p4/seed0/metrics.jsonl")]
     config.write_text(original.replace("  gcn-p4:\n", "  gcn-p4:\n    evaluate: {mode: partitioned}\n"))
-    assert scheduled_jobs(finished_pipeline) == {"evaluate": seeds(runs_of(original), {"gcn-p4"}), "report": 1,
+    assert scheduled_jobs(finished_pipeline) == {"train": seeds(runs_of(original), {"gcn-p4"}), "report": 1,
                                                  "all": 1}
     run([str(BIN / "snakemake"), "--cores", "2", "results/gcn-p4/seed0/eval.json"], cwd=finished_pipeline)
+    assert "resuming from" in (finished_pipeline / "logs/train/gcn-p4/seed0.log").read_text()
+    assert [r["loss"] for r in read_jsonl(finished_pipeline / "results/gcn-p4/seed0/metrics.jsonl")] == losses
     after = json.loads((finished_pipeline / "results/gcn-p4/seed0/eval.json").read_text())
     assert before.pop("inference") == "whole graph, one process"
     assert after.pop("inference") == "partition-parallel, 4 ranks"

@@ -108,7 +108,6 @@ def load_checkpoint(path: Path, identity: dict, epochs: int) -> tuple[dict | Non
     why = _difference(saved, identity)
     if why:
         return None, why
-    if state["epoch"] + 1 >= epochs:
-        return None, (f"it is after epoch {state['epoch'] + 1}, not before the configured end "
-                      f"(train.epochs={epochs})")
+    if state["epoch"] + 1 > epochs:  # at the end: a finished run, resumed with nothing left to train
+        return None, (f"it is after epoch {state['epoch'] + 1}, past the configured end (train.epochs={epochs})")
     return state, unchecked

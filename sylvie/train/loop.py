@@ -119,7 +119,9 @@ class EpochLoop:
                 self.on_record(rec)
         check_divergence([r.loss for r in self.records], train)
         every = train.checkpoint_every
-        if every and (epoch + 1) % every == 0 and epoch + 1 < epochs:
+        # every `every` epochs and after the last: a finished run that is run again (its evaluation asked for
+        # otherwise, or a job killed while it wrote its files) resumes there, with nothing left to train
+        if every and ((epoch + 1) % every == 0 or epoch + 1 == epochs):
             state = trainer.state_dict()  # on every rank: a trainer may put partitioned weights together
             if self.rank == 0:
                 save_checkpoint(self.ckpt_path, {"identity": self.identity, "epoch": epoch,

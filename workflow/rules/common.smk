@@ -1,5 +1,4 @@
 # Paths shared by the rules, derived from the resolved runs; how a run's ranks are launched.
-from types import SimpleNamespace
 
 from sylvie.formats.vip_file import minibatch_seeds, seeds_id
 from sylvie.memory_budget import PARTITION_BYTES_PER_NODE, runs_alone
@@ -60,10 +59,13 @@ def vip_sampling_flags(wc):
 
 
 def train_inputs(wc):
-    """The partition; for a sampled run also its VIP analysis (computed once per partition and sampling setting)."""
+    """The partition; for a sampled run also its VIP analysis (computed once per partition and sampling setting); where
+    the job evaluates its model on the whole graph, the dataset."""
     inputs = {"partition": partition_dir(wc.run)}
     if RUNS[wc.run].sampled:
         inputs["vip"] = vip_dir(wc.run)
+    if not partitioned_evaluation(wc.run):
+        inputs["dataset"] = dataset_dir(wc.run)
     return inputs
 
 
@@ -102,21 +104,14 @@ def partitioned_evaluation(run_name):
                                      dataset_dir(run_name)) > r.evaluate.partitioned_above
 
 
-def evaluate_inputs(wc):
-    """The model and what inference reads: the partition (partition-parallel) or the whole dataset."""
-    data = partition_dir(wc.run) if partitioned_evaluation(wc.run) else dataset_dir(wc.run)
-    return {"model": f"results/{wc.run}/seed{wc.seed}/model.pt", "data": data}
+def evaluation_flags(wildcards, input, output):
+    """How the training job evaluates the model it keeps into eval.json, as `sylvie evaluate` would in a job of its
+    own: on the whole graph in rank 0, or partition-parallel on the job's ranks (config evaluate.mode)."""
+    flags = f"--eval-out {output.evaluation}"
+    return flags if partitioned_evaluation(wildcards.run) else f"{flags} --eval-dataset {input.dataset}"
 
 
-def evaluate_command(wildcards, input, output, threads, resources):
-    """`sylvie evaluate` in one process, or its ranks started like training's (`sylvie launch`)."""
-    if not partitioned_evaluation(wildcards.run):
-        return f"sylvie evaluate --dataset {input.data} --model {input.model} --out {output}"
-    return launch_line(wildcards, threads, resources) + (
-        f"sylvie evaluate --partition {input.data} --model {input.model} --out {output}")
-
-
-# --- Starting a run's ranks: train, and evaluate when partition-parallel. One place for the launch line and for what a
+# --- Starting a run's ranks (the train rule, which also evaluates). One place for the launch line and for what a
 # Slurm job of it requests; the launch line reads the job's resources, so that a `--set-resources` override of
 # `nodes` changes the allocation and the launch together.
 
@@ -126,8 +121,8 @@ def evaluate_command(wildcards, input, output, threads, resources):
 # runs the rule's shell: if it is killed, the ranks stop instead of running on as orphans.
 LAUNCH_LINE = (
     "sylvie launch --watch-pid $PPID --ranks {params.parts} --nodes {resources.nodes} --gpus-per-node "
-    "{resources.gpus_per_node} --cpus-per-rank {resources.cpus_per_rank} --threads {threads} --allocator "
-    + LAUNCH["allocator"] + " --launcher " + LAUNCH["launcher"] + " -- "
+    "{resources.gpus_per_node} --cpus-per-rank {resources.cpus_per_rank} --threads {threads} "
+    f"--allocator {LAUNCH['allocator']} --launcher {LAUNCH['launcher']} -- "
 )
 
 # what the Slurm executor reads (nodes, tasks, cpus_per_task, mpi, gres, gpu, tasks_per_gpu), then what the launch
@@ -141,20 +136,12 @@ def launched(command):
     return LAUNCH_LINE + command
 
 
-def launch_line(wildcards, threads, resources):
-    """The launch line of `launched`, filled in (for a command built in a params function)."""
-    parts = SimpleNamespace(parts=RUNS[wildcards.run].partition.parts)
-    return LAUNCH_LINE.format(params=parts, resources=resources, threads=threads)
-
-
-def launch_resources(when=None):
+def launch_resources():
     """The resources of a job that starts the ranks of its run (`wildcards.run`), placed by config `launch` (one
-    task, torchrun, per node); None (not requested) for a run where ``when(run)`` is false."""
+    task, torchrun, per node)."""
 
     def resource(name):
         def value(wildcards):
-            if when is not None and not when(wildcards.run):
-                return None
             g = geometry(wildcards.run)
             return {**slurm_resources(g), "gpus_per_node": g.gpus_per_node, "cpus_per_rank": g.cpus_per_rank}[name]
 
