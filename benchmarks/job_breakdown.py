@@ -1,13 +1,17 @@
-"""Where a pipeline job's wall time goes: the default config's training jobs, each launched as its Snakemake rule
-launches it (``sylvie launch ... -- sylvie train``), by torchrun and by the forked ranks (``launch.launcher``), and
-its evaluation job.
+"""Where a pipeline run's wall time goes: the default config's training runs, each launched as its Snakemake rule
+launches it (``sylvie launch ... -- sylvie train``), then evaluated, before and after the changes of issue 71.
 
     python benchmarks/job_breakdown.py                   # gcn-p4, sage-p4, gat-p4, gcn-p4-1bit-pipe-k5, gcn-p1
     python benchmarks/job_breakdown.py --runs gcn-p4 --rounds 3 --record
 
+- before: torchrun starts the ranks (``launch.launcher torchrun``), and a job of its own evaluates the model
+  (``sylvie evaluate --dataset``, as the evaluate rule did);
+- after: the ranks are forked from one process (``launch.launcher fork``) and the training job evaluates the model
+  itself (``sylvie train --eval-out --eval-dataset``, as the train rule does now).
+
 Graph: Cora from the embedded Planetoid files (2,708 nodes), cut by METIS as the config cuts it; each run's flags are
-the config's (config/config.yaml), seed 0, 200 epochs. A training job's wall time, from the command's start to its
-exit, is cut at what its output and files say:
+the config's (config/config.yaml), seed 0, 200 epochs. The wall time, from the command's start to its exit (before:
+both jobs'), is cut at what the output and the files say:
 
 - launcher: until the first rank process exists (torchrun: the agent imports torch; fork: the one process imports
   torch, torch._dynamo and sylvie's training stack before it forks);
@@ -16,11 +20,11 @@ exit, is cut at what its output and files say:
 - epochs: from the first epoch's start to the last epoch's log line (every epoch's training, its evaluation of the
   splits, the checkpoints); "first" is epoch 1's recorded time within it (imports and caches the first step meets);
 - writing: from the last epoch's line to the line saying model.pt was written;
-- teardown: from there to the launcher's exit.
+- evaluation: after: from there to the evaluation's line; before: the evaluation job, whole;
+- teardown: from the last line to the launcher's exit.
 
-Outside = total - epochs; the ratio is outside / epochs. The evaluation job (``sylvie evaluate``, whole graph, one
-process) is timed whole, beside the time of importing what it imports (``python -c "import torch, sylvie..."``).
-Rounds alternate the launchers (torchrun, fork, torchrun, fork ...); each cell is the median over the rounds.
+Outside = total - epochs; the ratio is outside / epochs. Rounds alternate (before, after, before, after ...); each
+cell is the median over the rounds.
 """
 import argparse
 import json
@@ -40,8 +44,8 @@ from sylvie.launch.process_tree import training_ranks
 from sylvie.pipeline_config import plan_config
 
 DEFAULT_RUNS = ("gcn-p4", "sage-p4", "gat-p4", "gcn-p4-1bit-pipe-k5", "gcn-p1")
-LAUNCHERS = ("torchrun", "fork")
-PARTS = ("launcher", "start-up", "epochs", "first", "writing", "teardown", "total", "outside", "ratio")
+SETUPS = {"before": "torchrun", "after": "fork"}  # setting -> launch.launcher
+PARTS = ("launcher", "start-up", "epochs", "first", "writing", "evaluation", "teardown", "total", "outside", "ratio")
 
 
 def train_flags(run) -> list[str]:
@@ -86,20 +90,19 @@ def breakdown(lines, total: float, first_rank: float, out: Path) -> dict[str, fl
     loop_start = epoch_lines[0][0] - sum(spent[:first_logged])
     loop_end = epoch_lines[-1][0]
     wrote = next(t for t, line in lines if "wrote" in line and "model.pt" in line)
+    evaluated = next((t for t, line in lines if "whole graph, one process) -> " in line), wrote)
     epochs = loop_end - loop_start
     return {"launcher": first_rank, "start-up": loop_start - first_rank, "epochs": epochs, "first": spent[0],
-            "writing": wrote - loop_end, "teardown": total - wrote, "total": total, "outside": total - epochs,
-            "ratio": (total - epochs) / epochs}
+            "writing": wrote - loop_end, "evaluation": evaluated - wrote, "teardown": total - evaluated,
+            "total": total}
 
 
-def evaluate_job(cora_dir: Path, model: Path, work: Path) -> dict[str, float]:
+def evaluation_job(cora_dir: Path, model: Path, out: Path) -> float:
+    """``sylvie evaluate --dataset`` of ``model`` in a process of its own: its wall seconds."""
     t0 = time.perf_counter()
     subprocess.run([str(BIN / "sylvie"), "evaluate", "--dataset", str(cora_dir), "--model", str(model), "--out",
-                    str(work / "eval.json")], check=True, capture_output=True)
-    total = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    subprocess.run([str(BIN / "python"), "-c", "import torch, sylvie.cli, sylvie.evaluate.whole_graph"], check=True)
-    return {"total": total, "imports": time.perf_counter() - t0}
+                    str(out)], check=True, capture_output=True)
+    return time.perf_counter() - t0
 
 
 def main():
@@ -107,44 +110,51 @@ def main():
     ap.add_argument("--runs", nargs="+", default=list(DEFAULT_RUNS), help="runs of config/config.yaml (full-graph)")
     ap.add_argument("--rounds", type=int, default=2, help="jobs per run and launcher (alternating launchers)")
     ap.add_argument("--threads", type=int, default=os.cpu_count(), help="the job's threads (Snakemake's --cores)")
-    add_record_option(ap, "job-breakdown")
+    add_record_option(ap, "job-breakdown-before-after")
     args = ap.parse_args()
     plan = plan_config(yaml.safe_load((REPO / "config/config.yaml").read_text()))
     with tempfile.TemporaryDirectory(prefix="job-breakdown-") as tmp:
         work = Path(tmp)
         embedded_cora(work)
         parts_dirs = {}
-        rows, evals = [], []
+        rows, totals, epochs = [], dict.fromkeys(SETUPS, 0.0), dict.fromkeys(SETUPS, 0.0)
         for name in args.runs:
             run = plan.runs[name]
             parts = run.partition.parts
             if parts not in parts_dirs:
                 parts_dirs[parts] = partition(work / "cora", work / f"metis-p{parts}", parts=parts)
-            cells = {launcher: [] for launcher in LAUNCHERS}
+            cells = {setup: [] for setup in SETUPS}
             for i in range(args.rounds):
-                for launcher in LAUNCHERS:
-                    out = work / f"{name}-{launcher}-{i}"
+                for setup, launcher in SETUPS.items():
+                    out = work / f"{name}-{setup}-{i}"
                     argv = [str(BIN / "sylvie"), "launch", "--ranks", str(parts), "--threads", str(args.threads),
                             "--launcher", launcher, "--", "sylvie", "train", "--partition", str(parts_dirs[parts]),
                             "--out", str(out), "--seed", "0", *train_flags(run), "--no-progress"]
+                    if setup == "after":
+                        argv[-1:-1] = ["--eval-out", str(out / "eval.json"), "--eval-dataset", str(work / "cora")]
                     lines, total, first_rank = timed_job(argv, out)
-                    cells[launcher].append(breakdown(lines, total, first_rank, out))
-                    print(f"{name} {launcher} round {i + 1}: {total:.2f} s", flush=True)
-            for launcher in LAUNCHERS:
-                med = {k: statistics.median(c[k] for c in cells[launcher]) for k in PARTS}
-                rows.append(f"| {name} | {parts} | {launcher} | " + " | ".join(
+                    cell = breakdown(lines, total, first_rank, out)
+                    if setup == "before":  # the evaluate rule's job, after the training job
+                        cell["evaluation"] = evaluation_job(work / "cora", out / "model.pt", out / "eval.json")
+                        cell["total"] += cell["evaluation"]
+                    cell["outside"] = cell["total"] - cell["epochs"]
+                    cell["ratio"] = cell["outside"] / cell["epochs"]
+                    cells[setup].append(cell)
+                    print(f"{name} {setup} round {i + 1}: {cell['total']:.2f} s", flush=True)
+            for setup in SETUPS:
+                med = {k: statistics.median(c[k] for c in cells[setup]) for k in PARTS}
+                rows.append(f"| {name} | {parts} | {setup} | " + " | ".join(
                     f"{med[k]:.2f}" if k != "ratio" else f"{med[k]:.2f}x" for k in PARTS) + " |")
-            evals.append(evaluate_job(work / "cora", work / f"{name}-fork-0" / "model.pt", work))
-    head = ("| run | ranks | launcher | " + " | ".join(PARTS) + " |\n|---|---|---|" + "---|" * len(PARTS))
-    table = (f"Training jobs (Cora, 200 epochs, seed 0, {args.threads} threads; seconds, median of {args.rounds}; "
-             f"ratio: outside epochs / epochs):\n\n{head}\n" + "\n".join(rows))
-    eval_table = ("Evaluation jobs (`sylvie evaluate`, whole graph, one process; seconds, one each):\n\n"
-                  "| run | total | of which importing torch and sylvie |\n|---|---|---|\n"
-                  + "\n".join(f"| {name} | {e['total']:.2f} | {e['imports']:.2f} |"
-                              for name, e in zip(args.runs, evals)))
-    record = "job-breakdown" if args.record else None
-    publish(table, record)
-    publish(eval_table, record)
+                totals[setup] += med["total"]
+                epochs[setup] += med["epochs"]
+    head = ("| run | ranks | setting | " + " | ".join(PARTS) + " |\n|---|---|---|" + "---|" * len(PARTS))
+    summary = "; ".join(f"{setup}: {totals[setup]:.1f} s, outside epochs {totals[setup] - epochs[setup]:.1f} s = "
+                        f"{(totals[setup] - epochs[setup]) / epochs[setup]:.2f}x the epochs' {epochs[setup]:.1f} s"
+                        for setup in SETUPS)
+    table = (f"A run's jobs (Cora, 200 epochs, seed 0, {args.threads} threads; seconds, median of {args.rounds}; "
+             f"before: torchrun + an evaluation job, after: forked ranks evaluating in the job; ratio: outside epochs "
+             f"/ epochs):\n\n{head}\n" + "\n".join(rows) + f"\n\nAll runs above, summed: {summary}.")
+    publish(table, "job-breakdown-before-after" if args.record else None)
 
 
 if __name__ == "__main__":
