@@ -125,39 +125,70 @@ def _check_mode_flags(args) -> None:
 def _train(args) -> None:
     """``sylvie train``: the run (``TrainingRun``) and its epochs, driven here as ``run_training`` drives them, so that
     the optimiser's step is four frames of ours from the entry point: ``main``, this, ``trainer.epoch``,
-    ``trainer.train_step`` (tests/test_train_story.py)."""
+    ``trainer.train_step`` (tests/test_train_story.py). Several seeds: one run each, one after another, in one
+    process group (``seeds_group``)."""
     _as_rank()
     from sylvie.config import check_item, section_from_args
     from sylvie.train.job import TrainingJob
-    from sylvie.train.run import TrainingRun
+    from sylvie.train.run import TrainingRun, seeds_group
 
-    check_item("train", "seeds", args.seed, "sylvie train options", "seed")
+    for seed in args.seed:
+        check_item("train", "seeds", seed, "sylvie train options", "seed")
     _check_mode_flags(args)
+    outs, evals = _seed_paths(args)
     train, comm = section_from_args(args, "train", skip=("seeds",)), section_from_args(args, "comm")
-    job = TrainingJob(args.partition, args.out, section_from_args(args, "model"), train, comm, args.seed,
-                      section_from_args(args, "sampling"), section_from_args(args, "cache"),
-                      section_from_args(args, "features"), args.vip, section_from_args(args, "link"))
+    jobs = [TrainingJob(args.partition, out, section_from_args(args, "model"), train, comm, seed,
+                        section_from_args(args, "sampling"), section_from_args(args, "cache"),
+                        section_from_args(args, "features"), args.vip, section_from_args(args, "link"))
+            for seed, out in zip(args.seed, outs)]
+    runs = [TrainingRun(job) for job in jobs]  # every seed's inputs and outputs checked before any trains
     if args.eval_out:  # before any epoch: an output that cannot be written is refused now, not after training
         from sylvie.evaluate.result import check_outputs
 
-        inputs = {"--model": os.path.join(args.out, "model.pt"), "--partition": args.partition}
-        if args.eval_dataset:
-            inputs["--dataset"] = args.eval_dataset
-        check_outputs(args.eval_out, None, inputs)
-    with TrainingRun(job) as run:
-        for epoch in run.loop:
-            run.loop.end_epoch(run.trainer.epoch(epoch, evaluate=run.loop.evaluates(epoch)))
-        run.finish()
-        if args.eval_out and not args.eval_dataset:  # partition-parallel, in the training's process group
-            from sylvie.evaluate.partitioned import evaluate_partitioned
+        for out, eval_out in zip(outs, evals):
+            inputs = {"--model": os.path.join(out, "model.pt"), "--partition": args.partition}
+            if args.eval_dataset:
+                inputs["--dataset"] = args.eval_dataset
+            check_outputs(eval_out, None, inputs)
+    trained = []  # rank 0: each seed's record for --seeds-out
+    with seeds_group(jobs[0]) if len(jobs) > 1 else contextlib.nullcontext() as group:
+        for run, out, eval_out in zip(runs, outs, evals or outs):
+            run.group = group
+            with run:
+                for epoch in run.loop:
+                    run.loop.end_epoch(run.trainer.epoch(epoch, evaluate=run.loop.evaluates(epoch)))
+                summary = run.finish()
+                if summary is not None:
+                    trained.append({"seed": run.job.seed, "dir": out, "run": summary["run"]})
+                if args.eval_out and not args.eval_dataset:  # partition-parallel, in the training's process group
+                    from sylvie.evaluate.partitioned import evaluate_partitioned
 
-            model = os.path.join(args.out, "model.pt")
-            _log_evaluation(evaluate_partitioned(args.partition, model, args.eval_out, ctx=run.ctx), args.eval_out)
+                    model = os.path.join(out, "model.pt")
+                    _log_evaluation(evaluate_partitioned(args.partition, model, eval_out, ctx=run.ctx), eval_out)
     if args.eval_out and args.eval_dataset and run.ctx.rank == 0:  # the whole graph, once the other ranks are done
         from sylvie.evaluate import evaluate
 
-        _log_evaluation(evaluate(args.eval_dataset, os.path.join(args.out, "model.pt"), args.eval_out), args.eval_out)
+        for out, eval_out in zip(outs, evals):
+            _log_evaluation(evaluate(args.eval_dataset, os.path.join(out, "model.pt"), eval_out), eval_out)
+    if args.seeds_out and trained:  # rank 0, once every seed is trained and evaluated
+        from sylvie.formats.run_seeds import write_run_seeds
+
+        write_run_seeds(args.seeds_out, trained)
     _rank_done()
+
+
+SEED = "{seed}"  # in --out and --eval-out: where each seed's path has its seed
+
+
+def _seed_paths(args) -> tuple[list[str], list[str]]:
+    """Each seed's run directory and evaluation file (--out, --eval-out with ``{seed}`` in them, one per seed)."""
+    paths = {"--out": args.out, **({"--eval-out": args.eval_out} if args.eval_out else {})}
+    for flag, path in paths.items():
+        if len(args.seed) > 1 and SEED not in path:
+            raise SylvieError(f"{flag} {path}: {len(args.seed)} seeds train one after another, each into a path of "
+                              f"its own; put {SEED} where the seed goes, e.g. {flag} {path.rstrip('/')}/seed{SEED}")
+    outs = [args.out.replace(SEED, str(s)) for s in args.seed]
+    return outs, [args.eval_out.replace(SEED, str(s)) for s in args.seed] if args.eval_out else []
 
 
 def _evaluate(args) -> None:
@@ -326,7 +357,9 @@ def build_parser() -> argparse.ArgumentParser:
                                    "part: torchrun --standalone --nproc-per-node P --no-python sylvie train ...")
     t.add_argument("--partition", required=True, help="partition directory written by `sylvie partition`")
     t.add_argument("--out", required=True, help="run directory: model.pt, metrics.jsonl, checkpoints/")
-    t.add_argument("--seed", type=int, default=0, help="seed for weights and dropout (default: 0)")
+    t.add_argument("--seed", type=int, nargs="+", default=[0],
+                   help="seed for weights and dropout (default: 0); several: one run each, one after another in one "
+                        "launch, their --out (and --eval-out) paths with {seed} in them")
     add_section_arguments(t, "model")
     add_section_arguments(t, "train", skip=("seeds",))
     add_section_arguments(t, "comm")
@@ -343,6 +376,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--eval-dataset", metavar="DIR", help="with --eval-out: the dataset (canonical form) to evaluate "
                                                          "on the whole graph, in rank 0, as `sylvie evaluate "
                                                          "--dataset DIR` does")
+    t.add_argument("--seeds-out", metavar="FILE", help="once every seed is trained (and evaluated, with --eval-out), "
+                                                       "write FILE (seeds.json): each seed's run directory and run "
+                                                       "key, in the order trained")
     t.set_defaults(func=_train)
 
     e = sub.add_parser("evaluate", help="full-precision inference: whole graph or partition-parallel; writes eval.json",

@@ -298,3 +298,16 @@ def test_a_link_to_itself_or_to_nothing_given_as_an_input_is_said_as_that_input(
         line = refused_line(argv, capsys)
         assert line.endswith(said), line
     assert sorted(os.listdir()) == ["edges.csv", "loop", "nodes.csv"]  # nothing written
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("flag", ["--out", "--eval-out"])
+def test_several_seeds_need_their_seed_in_every_path(cora_partitions, tmp_path, flag, capsys):
+    """`sylvie train --seed 0 1`: one run directory (and evaluation) per seed; a path without {seed} would have every
+    seed write over the last, and is refused in one line, before anything is written."""
+    paths = {"--out": str(tmp_path / "run{seed}"), "--eval-out": str(tmp_path / "eval{seed}.json")}
+    paths[flag] = str(tmp_path / "same")
+    line = refused_line(["train", "--partition", str(cora_partitions[2]), "--seed", "0", "1",
+                         *(x for kv in paths.items() for x in kv)], capsys)
+    assert f"{flag} {tmp_path / 'same'}: 2 seeds train one after another" in line and "{seed}" in line, line
+    assert not any(tmp_path.iterdir())

@@ -30,9 +30,9 @@ def runs_of(text: str) -> dict:
     return resolve_runs(yaml.safe_load(text))
 
 
-def seeds(runs: dict, names=None) -> int:
-    """Training jobs (one per seed) of ``names`` (default: every run)."""
-    return sum(len(r.train.seeds) for name, r in runs.items() if names is None or name in names)
+def train_jobs(runs: dict, names=None) -> int:
+    """Training jobs of ``names`` (default: every run): one per run, its seeds one after another."""
+    return sum(1 for name in runs if names is None or name in names)
 
 
 def partitions(runs: dict, names=None) -> int:
@@ -142,7 +142,7 @@ def test_learning_rate_change_reruns_train_and_report_only(finished_pipeline, co
     before, after = runs_of(original), runs_of(config.read_text())
     rerun, gat = changed(before, after, "train"), {name for name, r in before.items() if r.model.arch == "gat"}
     assert gat and rerun == set(before) - gat  # GAT trains with its own lr
-    assert jobs["train"] == seeds(after, rerun), jobs
+    assert jobs["train"] == train_jobs(after, rerun), jobs
 
 
 @pytest.mark.e2e
@@ -156,7 +156,7 @@ def test_partition_count_change_reruns_from_partition(finished_pipeline, config)
     assert rerun == set(before) - {"gcn-p1", "gcn-p4"}  # the runs with parts of their own keep their partitions
     # one partition balanced for full-graph training, one for sampled (SALIENT++'s constraints), one of cora-links
     assert jobs.get("partition") == partitions(after, rerun) == 3 and jobs.get("vip") == 1, jobs
-    assert jobs.get("train") == seeds(after, rerun) and "evaluate" not in jobs, jobs
+    assert jobs.get("train") == train_jobs(after, rerun) and "evaluate" not in jobs, jobs
 
 
 @pytest.mark.e2e
@@ -172,15 +172,15 @@ def test_balance_changes_rerun_from_partition_only_the_runs_they_change(finished
         rerun = changed(before, after, "partition")
         assert rerun == {name for name, r in before.items() if r.sampled}
         assert jobs.get("partition", 0) == partition_jobs and jobs.get("vip") == 1, jobs
-        assert jobs.get("train") == seeds(after, rerun) and "evaluate" not in jobs, jobs
+        assert jobs.get("train") == train_jobs(after, rerun) and "evaluate" not in jobs, jobs
 
 
 @pytest.mark.e2e
 def test_cache_changes_rerun_train_onward_and_fanout_changes_rerun_vip_onward(finished_pipeline, config):
     original = config.read_text()
     runs = runs_of(original)
-    vip_run = seeds(runs, {"sage-p2-sampled-vip0.2"})
-    sampled = seeds(runs, {name for name, r in runs.items() if r.sampled})
+    vip_run = train_jobs(runs, {"sage-p2-sampled-vip0.2"})
+    sampled = train_jobs(runs, {name for name, r in runs.items() if r.sampled})
     config.write_text(original.replace("cache: {policy: vip, alpha: 0.2}", "cache: {policy: vip, alpha: 0.5}"))
     assert scheduled_jobs(finished_pipeline) == {"train": vip_run, "report": 1, "all": 1}
     config.write_text(original.replace("cache: {policy: vip, alpha: 0.2}", "cache: {policy: degree, alpha: 0.2}"))
@@ -198,10 +198,10 @@ def test_partition_parallel_evaluation_in_the_pipeline(finished_pipeline, config
     before = json.loads((finished_pipeline / "results/gcn-p4/seed0/eval.json").read_text())
     losses = [r["loss"] for r in read_jsonl(finished_pipeline / "results/gcn-p4/seed0/metrics.jsonl")]
     config.write_text(original.replace("  gcn-p4:\n", "  gcn-p4:\n    evaluate: {mode: partitioned}\n"))
-    assert scheduled_jobs(finished_pipeline) == {"train": seeds(runs_of(original), {"gcn-p4"}), "report": 1,
+    assert scheduled_jobs(finished_pipeline) == {"train": train_jobs(runs_of(original), {"gcn-p4"}), "report": 1,
                                                  "all": 1}
-    run([str(BIN / "snakemake"), "--cores", "2", "results/gcn-p4/seed0/eval.json"], cwd=finished_pipeline)
-    assert "resuming from" in (finished_pipeline / "logs/train/gcn-p4/seed0.log").read_text()
+    run([str(BIN / "snakemake"), "--cores", "2", "results/gcn-p4/seeds.json"], cwd=finished_pipeline)
+    assert "resuming from" in (finished_pipeline / "logs/train/gcn-p4.log").read_text()
     assert [r["loss"] for r in read_jsonl(finished_pipeline / "results/gcn-p4/seed0/metrics.jsonl")] == losses
     after = json.loads((finished_pipeline / "results/gcn-p4/seed0/eval.json").read_text())
     assert before.pop("inference") == "whole graph, one process"

@@ -9,6 +9,11 @@ def run_dirs():
     return [f"results/{r.name}/seed{s}" for r in RUNS.values() for s in r.train.seeds]
 
 
+def trained_runs():
+    """What each run's train job writes once its seeds are trained and evaluated (their files are in run_dirs)."""
+    return [f"results/{name}/seeds.json" for name in RUNS]
+
+
 def partition_dir(run_name):
     r = RUNS[run_name]
     return f"data/partitions/{r.dataset}/{r.partition_id}"
@@ -107,7 +112,7 @@ def partitioned_evaluation(run_name):
 def evaluation_flags(wildcards, input, output):
     """How the training job evaluates the model it keeps into eval.json, as `sylvie evaluate` would in a job of its
     own: on the whole graph in rank 0, or partition-parallel on the job's ranks (config evaluate.mode)."""
-    flags = f"--eval-out {output.evaluation}"
+    flags = f"--eval-out results/{wildcards.run}/seed{{seed}}/eval.json"  # each seed's ({seed}: sylvie train's)
     return flags if partitioned_evaluation(wildcards.run) else f"{flags} --eval-dataset {input.dataset}"
 
 

@@ -1,7 +1,7 @@
 rule report:
     input:
-        evals=[f"{d}/eval.json" for d in run_dirs()],
-        metrics=[f"{d}/metrics.jsonl" for d in run_dirs()],
+        # every run's seeds trained and evaluated (their eval.json and metrics.jsonl in run_dirs())
+        trained=trained_runs(),
     output:
         html=report("results/report/report.html", caption="../report/report.rst", category="Report"),
         **report_plots(),
