@@ -45,8 +45,8 @@ def test_training_needs_no_extra(cora_dir, tmp_path):
         import, pyarrow's of pandas, may be refused on the way: it does without)."""
         p = core.run(cmd)
         assert p.returncode == 0, f"sylvie {stage}, the core alone: exit {p.returncode}\n{p.stderr[-3000:]}"
-        loaded = {e["rank"] for e in core.events() if e["event"] == "loaded" and e["argv"][1:2] == [stage]}
-        assert len(loaded) == ranks, loaded
+        missing = core.not_in_every_rank(stage, ranks)
+        assert missing is None, missing
         return p
 
     part, out = tmp_path / "p2", tmp_path / "run"

@@ -313,7 +313,9 @@ def test_a_full_disk_names_the_path(cora_partitions, tmp_path):
     finally:
         subprocess.run(["umount", str(full)], check=True)
     last = p.stderr.strip().splitlines()[-1]
-    assert p.returncode != 0 and "model.pt: could not be written: the disk is full" in last
+    # the first file written after the epochs: the checkpoint after the last (model.pt next)
+    assert p.returncode != 0 and "last.pt: could not be written: the disk is full" in last, last
+    assert str(full / "run" / "checkpoints") in last
 
 
 @pytest.mark.slow

@@ -61,14 +61,14 @@ def test_the_cache_and_the_feature_stores_tiers_change_only_where_rows_come_from
 
 
 def test_a_resumed_sampled_run_continues_exactly(cora_partitions, vip_dir, tmp_path):
-    """A run stopped after a checkpoint at epoch 4 and continued to 10 draws the same minibatches (new processes,
-    new sampling threads) and rounds its 1-bit remote rows the same way, so it reaches the same losses as a run of
-    10 epochs straight."""
+    """A run of 6 epochs (its checkpoints after epochs 4 and 6, its last) continued to 10 draws the same minibatches
+    (new processes, new sampling threads) and rounds its 1-bit remote rows the same way, so it reaches the same losses
+    as a run of 10 epochs straight."""
     args = ["--vip", vip_dir, "--remote-bits", "1", "--alpha", "0.2", "--checkpoint-every", "4"]
     out = tmp_path / "resumed"
     _train(cora_partitions[4], out, "--epochs", "6", *args)
     resumed = _train(cora_partitions[4], out, "--epochs", "10", *args)
-    assert "resuming from" in resumed.stderr and "after epoch 4" in resumed.stderr
+    assert "resuming from" in resumed.stderr and "after epoch 6" in resumed.stderr
     _train(cora_partitions[4], tmp_path / "straight", "--epochs", "10", *args)
     a, b = read_jsonl(out / "metrics.jsonl"), read_jsonl(tmp_path / "straight" / "metrics.jsonl")
     assert [r["epoch"] for r in a] == list(range(10))

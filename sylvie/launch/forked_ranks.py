@@ -226,13 +226,14 @@ class ForkedRanks:
 
         order = sorted(failed, key=lambda r: (failed[r][2], failed[r][1] >= 0))
         folder = os.environ.get(ENV)
-        lines = []
+        said = []
         for seq, rank in enumerate(order):
             pid, status, when = failed[rank]
-            lines.append(f"  rank {rank} (pid {pid}) {_describe(status)}{' (first)' if seq == 0 else ''}")
+            said.append(f"rank {rank} (pid {pid}) {_describe(status)}{' first' if seq == 0 else ''}")
             if folder:
                 record_rank_exit(folder, rank, pid, status, int(when), seq, first=seq == 0)
-        print(f"sylvie launch: {len(failed)} of {self.ranks} ranks failed:\n" + "\n".join(lines), file=sys.stderr)
+        print(f"sylvie launch: {len(failed)} of {self.ranks} ranks failed: {'; '.join(said)}", file=sys.stderr,
+              flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:

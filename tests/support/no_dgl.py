@@ -108,10 +108,25 @@ class NoDGL:
         assert not asked and p.returncode == 0, (
             f"sylvie {stage} without DGL: exit {p.returncode}; sylvie's code imported DGL: {asked or 'nowhere'}\n"
             f"command: {' '.join(map(str, cmd))}\nstderr:\n{p.stderr[-3000:]}")
-        workers = [e for e in events if e["event"] == "loaded" and e["argv"][1:2] == [stage]]
-        assert len(workers) == ranks and len({e["rank"] for e in workers}) == ranks, \
-            f"sylvie {stage}: the hook was loaded in {len(workers)} of its processes, expected {ranks}: {workers}"
+        missing = self.not_in_every_rank(stage, ranks)
+        assert missing is None, missing
         return p
+
+    def not_in_every_rank(self, stage: str, ranks: int) -> str | None:
+        """Why the hook did not reach each of the ``ranks`` processes of `sylvie <stage>` (None: it did): each
+        started afresh (torchrun's ranks, or a process of its own, distinct RANKs), or all forked from one
+        forked_ranks.py of that stage (`sylvie launch`'s, or the tests'), each a copy of it, its finder first on
+        sys.meta_path."""
+        events = [e for e in self.events() if e["event"] == "loaded"]
+        workers = [e for e in events if e["argv"][1:2] == [stage]]
+        # the launcher's `python -m sylvie.launch.forked_ranks --ranks P -- sylvie STAGE` (argv[0] is "-m" while
+        # sitecustomize runs), or the tests' `python tests/support/forked_ranks.py P --no-python sylvie STAGE`
+        forked = [e for e in events if e["argv"][:1] and (e["argv"][:3] == ["-m", "--ranks", str(ranks)] or (
+            Path(e["argv"][0]).name == "forked_ranks.py" and e["argv"][1:2] == [str(ranks)])) and stage in e["argv"]]
+        if (len(workers) == ranks and len({e["rank"] for e in workers}) == ranks) or len(forked) == 1:
+            return None
+        return (f"sylvie {stage}: the hook was loaded in {len(workers)} of its processes and {len(forked)} "
+                f"forked_ranks.py, expected {ranks} ranks: {workers + forked}")
 
     def assert_sylvie_never_asked(self, ranks: int) -> None:
         """Since the last ``clear``: no code of sylvie's asked for DGL, and the hook was loaded in ``ranks`` rank
