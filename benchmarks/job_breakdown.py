@@ -1,26 +1,28 @@
-"""Where a pipeline run's wall time goes: the default config's training runs, each launched as its Snakemake rule
-launches it (``sylvie launch ... -- sylvie train``), then evaluated, before and after the changes of issue 71.
+"""Where a pipeline run's wall time goes: the default config's full-graph runs, all their seeds, launched as their
+Snakemake rule launches them (``sylvie launch ... -- sylvie train``) and evaluated, before and after issue 71.
 
     python benchmarks/job_breakdown.py                   # gcn-p4, sage-p4, gat-p4, gcn-p4-1bit-pipe-k5, gcn-p1
     python benchmarks/job_breakdown.py --runs gcn-p4 --rounds 3 --record
 
-- before: torchrun starts the ranks (``launch.launcher torchrun``), and a job of its own evaluates the model
-  (``sylvie evaluate --dataset``, as the evaluate rule did);
-- after: the ranks are forked from one process (``launch.launcher fork``) and the training job evaluates the model
-  itself (``sylvie train --eval-out --eval-dataset``, as the train rule does now).
+- before: a job per seed, torchrun starting the ranks (``launch.launcher torchrun``), then a job per seed that
+  evaluates the model (``sylvie evaluate --dataset``, as the evaluate rule did);
+- after: a job per run, its seeds one after another in one launch (``--seed 0 1 2 --out DIR/seed{seed}``), the ranks
+  forked from one process (``launch.launcher fork``), each seed's model evaluated in the job (``--eval-out
+  --eval-dataset``, as the train rule does now).
 
-Graph: Cora from the embedded Planetoid files (2,708 nodes), cut by METIS as the config cuts it; each run's flags are
-the config's (config/config.yaml), seed 0, 200 epochs. The wall time, from the command's start to its exit (before:
-both jobs'), is cut at what the output and the files say:
+Graph: Cora from the embedded Planetoid files (2,708 nodes), cut by METIS as the config cuts it; each run's flags and
+seeds are the config's (config/config.yaml), 200 epochs. The wall time, from a job's start to its exit, summed over
+a run's jobs, is cut at what the output and the files say:
 
 - launcher: until the first rank process exists (torchrun: the agent imports torch; fork: the one process imports
   torch, torch._dynamo and sylvie's training stack before it forks);
-- start-up: from there to the first epoch's start (the ranks import, read their shard, join, build the trainer);
-  the first epoch's start is when rank 0 logged epoch 10, less epochs 1-10's recorded time (training and evaluation);
-- epochs: from the first epoch's start to the last epoch's log line (every epoch's training, its evaluation of the
-  splits, the checkpoints); "first" is epoch 1's recorded time within it (imports and caches the first step meets);
-- writing: from the last epoch's line to the line saying model.pt was written;
-- evaluation: after: from there to the evaluation's line; before: the evaluation job, whole;
+- start-up: from there to the first seed's first epoch (the ranks import, read their shard, join, build the
+  trainer); a seed's first epoch starts when rank 0 logged its epoch 10, less its epochs 1-10's recorded time;
+- epochs: from each seed's first epoch to its last epoch's log line (training, the evaluation of the splits every
+  epoch, the checkpoints), summed over the seeds;
+- between: what else a job does between its first epoch and its exit: writing each model, evaluating it (after),
+  the next seed's set-up (after);
+- evaluation jobs (before): the ``sylvie evaluate`` jobs, whole;
 - teardown: from the last line to the launcher's exit.
 
 Outside = total - epochs; the ratio is outside / epochs. Rounds alternate (before, after, before, after ...); each
@@ -29,6 +31,7 @@ cell is the median over the rounds.
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import tempfile
@@ -45,7 +48,7 @@ from sylvie.pipeline_config import plan_config
 
 DEFAULT_RUNS = ("gcn-p4", "sage-p4", "gat-p4", "gcn-p4-1bit-pipe-k5", "gcn-p1")
 SETUPS = {"before": "torchrun", "after": "fork"}  # setting -> launch.launcher
-PARTS = ("launcher", "start-up", "epochs", "first", "writing", "evaluation", "teardown", "total", "outside", "ratio")
+PARTS = ("launcher", "start-up", "epochs", "between", "evaluation jobs", "teardown", "total", "outside", "ratio")
 
 
 def train_flags(run) -> list[str]:
@@ -82,18 +85,22 @@ def timed_job(argv: list[str], out: Path) -> tuple[list[tuple[float, str]], floa
     return lines, total, first_rank[0] if first_rank else None
 
 
-def breakdown(lines, total: float, first_rank: float, out: Path) -> dict[str, float]:
-    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
-    spent = [r["epoch_time"] + r["eval_time"] for r in records]
+def breakdown(lines, total: float, first_rank: float, outs: list[Path], log_every: int) -> dict[str, float]:
+    """One job's parts (see the module's notes): ``lines`` its timed output, ``outs`` its seeds' run directories in
+    the order trained, each logging every ``log_every``-th epoch and the last."""
     epoch_lines = [(t, line) for t, line in lines if line.lstrip().startswith("epoch ")]
-    first_logged = int(epoch_lines[0][1].split()[1].split("/")[0])  # "epoch   10/200 | ..."
-    loop_start = epoch_lines[0][0] - sum(spent[:first_logged])
-    loop_end = epoch_lines[-1][0]
-    wrote = next(t for t, line in lines if "wrote" in line and "model.pt" in line)
-    evaluated = next((t for t, line in lines if "whole graph, one process) -> " in line), wrote)
-    epochs = loop_end - loop_start
-    return {"launcher": first_rank, "start-up": loop_start - first_rank, "epochs": epochs, "first": spent[0],
-            "writing": wrote - loop_end, "evaluation": evaluated - wrote, "teardown": total - evaluated,
+    loops = []  # each seed's (first epoch's start, last epoch's line)
+    for out in outs:
+        records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+        spent = [r["epoch_time"] + r["eval_time"] for r in records]
+        logged = sum(1 for e in range(1, len(records) + 1) if e % log_every == 0 or e == len(records))
+        mine, epoch_lines = epoch_lines[:logged], epoch_lines[logged:]  # its logged epochs, then the next seed's
+        first_logged = int(mine[0][1].split()[1].split("/")[0])  # "epoch   10/200 | ..."
+        loops.append((mine[0][0] - sum(spent[:first_logged]), mine[-1][0]))
+    last_line = lines[-1][0]
+    epochs = sum(end - start for start, end in loops)
+    return {"launcher": first_rank, "start-up": loops[0][0] - first_rank, "epochs": epochs,
+            "between": last_line - loops[0][0] - epochs, "evaluation jobs": 0.0, "teardown": total - last_line,
             "total": total}
 
 
@@ -103,6 +110,31 @@ def evaluation_job(cora_dir: Path, model: Path, out: Path) -> float:
     subprocess.run([str(BIN / "sylvie"), "evaluate", "--dataset", str(cora_dir), "--model", str(model), "--out",
                     str(out)], check=True, capture_output=True)
     return time.perf_counter() - t0
+
+
+def run_jobs(setup: str, run, name: str, part_dir: Path, work: Path, threads: int) -> dict[str, float]:
+    """Train (and evaluate) every seed of ``run`` as ``setup`` does; its parts, summed over its jobs."""
+    seeds = [str(s) for s in run.train.seeds]
+    launch = [str(BIN / "sylvie"), "launch", "--ranks", str(run.partition.parts), "--threads", str(threads),
+              "--launcher", SETUPS[setup], "--", "sylvie", "train", "--partition", str(part_dir), *train_flags(run),
+              "--no-progress"]
+    if setup == "after":  # one job: every seed, each evaluated in it
+        out = f"{work}/{name}-after/seed{{seed}}"
+        argv = [*launch, "--out", out, "--seed", *seeds, "--eval-out", f"{out}/eval.json", "--eval-dataset",
+                str(work / "cora")]
+        lines, total, first_rank = timed_job(argv, Path(out))
+        return breakdown(lines, total, first_rank, [Path(out.replace("{seed}", s)) for s in seeds],
+                         run.train.log_every)
+    parts = dict.fromkeys(PARTS[:-2], 0.0)
+    for seed in seeds:  # a job per seed, then its evaluation job
+        out = work / f"{name}-before" / f"seed{seed}"
+        lines, total, first_rank = timed_job([*launch, "--out", str(out), "--seed", seed], out)
+        for k, v in breakdown(lines, total, first_rank, [out], run.train.log_every).items():
+            parts[k] += v
+        spent = evaluation_job(work / "cora", out / "model.pt", out / "eval.json")
+        parts["evaluation jobs"] += spent
+        parts["total"] += spent
+    return parts
 
 
 def main():
@@ -125,35 +157,27 @@ def main():
                 parts_dirs[parts] = partition(work / "cora", work / f"metis-p{parts}", parts=parts)
             cells = {setup: [] for setup in SETUPS}
             for i in range(args.rounds):
-                for setup, launcher in SETUPS.items():
-                    out = work / f"{name}-{setup}-{i}"
-                    argv = [str(BIN / "sylvie"), "launch", "--ranks", str(parts), "--threads", str(args.threads),
-                            "--launcher", launcher, "--", "sylvie", "train", "--partition", str(parts_dirs[parts]),
-                            "--out", str(out), "--seed", "0", *train_flags(run), "--no-progress"]
-                    if setup == "after":
-                        argv[-1:-1] = ["--eval-out", str(out / "eval.json"), "--eval-dataset", str(work / "cora")]
-                    lines, total, first_rank = timed_job(argv, out)
-                    cell = breakdown(lines, total, first_rank, out)
-                    if setup == "before":  # the evaluate rule's job, after the training job
-                        cell["evaluation"] = evaluation_job(work / "cora", out / "model.pt", out / "eval.json")
-                        cell["total"] += cell["evaluation"]
+                for setup in SETUPS:
+                    shutil.rmtree(work / f"{name}-{setup}", ignore_errors=True)
+                    cell = run_jobs(setup, run, name, parts_dirs[parts], work, args.threads)
                     cell["outside"] = cell["total"] - cell["epochs"]
                     cell["ratio"] = cell["outside"] / cell["epochs"]
                     cells[setup].append(cell)
                     print(f"{name} {setup} round {i + 1}: {cell['total']:.2f} s", flush=True)
             for setup in SETUPS:
                 med = {k: statistics.median(c[k] for c in cells[setup]) for k in PARTS}
-                rows.append(f"| {name} | {parts} | {setup} | " + " | ".join(
+                rows.append(f"| {name} | {parts} | {len(run.train.seeds)} | {setup} | " + " | ".join(
                     f"{med[k]:.2f}" if k != "ratio" else f"{med[k]:.2f}x" for k in PARTS) + " |")
                 totals[setup] += med["total"]
                 epochs[setup] += med["epochs"]
-    head = ("| run | ranks | setting | " + " | ".join(PARTS) + " |\n|---|---|---|" + "---|" * len(PARTS))
+    head = ("| run | ranks | seeds | setting | " + " | ".join(PARTS) + " |\n|---|---|---|---|" + "---|" * len(PARTS))
     summary = "; ".join(f"{setup}: {totals[setup]:.1f} s, outside epochs {totals[setup] - epochs[setup]:.1f} s = "
                         f"{(totals[setup] - epochs[setup]) / epochs[setup]:.2f}x the epochs' {epochs[setup]:.1f} s"
                         for setup in SETUPS)
-    table = (f"A run's jobs (Cora, 200 epochs, seed 0, {args.threads} threads; seconds, median of {args.rounds}; "
-             f"before: torchrun + an evaluation job, after: forked ranks evaluating in the job; ratio: outside epochs "
-             f"/ epochs):\n\n{head}\n" + "\n".join(rows) + f"\n\nAll runs above, summed: {summary}.")
+    table = (f"A run's jobs, all its seeds (Cora, 200 epochs, {args.threads} threads; seconds, summed over the run's "
+             f"jobs, median of {args.rounds} rounds; before: a torchrun job and an evaluation job per seed, after: one "
+             f"job per run, forked ranks, evaluating in the job; ratio: outside epochs / epochs):\n\n{head}\n"
+             + "\n".join(rows) + f"\n\nAll runs above, summed: {summary}.")
     publish(table, "job-breakdown-before-after" if args.record else None)
 
 
