@@ -115,6 +115,7 @@ def evaluation_job(cora_dir: Path, model: Path, out: Path) -> float:
 def run_jobs(setup: str, run, name: str, part_dir: Path, work: Path, threads: int) -> dict[str, float]:
     """Train (and evaluate) every seed of ``run`` as ``setup`` does; its parts, summed over its jobs."""
     seeds = [str(s) for s in run.train.seeds]
+    threads = min(threads, run.partition.parts)  # the train rule's threads: its parts, at most Snakemake's cores
     launch = [str(BIN / "sylvie"), "launch", "--ranks", str(run.partition.parts), "--threads", str(threads),
               "--launcher", SETUPS[setup], "--", "sylvie", "train", "--partition", str(part_dir), *train_flags(run),
               "--no-progress"]
@@ -141,7 +142,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", nargs="+", default=list(DEFAULT_RUNS), help="runs of config/config.yaml (full-graph)")
     ap.add_argument("--rounds", type=int, default=2, help="jobs per run and launcher (alternating launchers)")
-    ap.add_argument("--threads", type=int, default=os.cpu_count(), help="the job's threads (Snakemake's --cores)")
+    ap.add_argument("--threads", type=int, default=os.cpu_count(),
+                    help="Snakemake's --cores: a job's threads are its run's parts, at most these")
     add_record_option(ap, "job-breakdown-before-after")
     args = ap.parse_args()
     plan = plan_config(yaml.safe_load((REPO / "config/config.yaml").read_text()))
@@ -174,7 +176,7 @@ def main():
     summary = "; ".join(f"{setup}: {totals[setup]:.1f} s, outside epochs {totals[setup] - epochs[setup]:.1f} s = "
                         f"{(totals[setup] - epochs[setup]) / epochs[setup]:.2f}x the epochs' {epochs[setup]:.1f} s"
                         for setup in SETUPS)
-    table = (f"A run's jobs, all its seeds (Cora, 200 epochs, {args.threads} threads; seconds, summed over the run's "
+    table = (f"A run's jobs, all its seeds (Cora, 200 epochs, at most {args.threads} threads; seconds, summed over the run's "
              f"jobs, median of {args.rounds} rounds; before: a torchrun job and an evaluation job per seed, after: one "
              f"job per run, forked ranks, evaluating in the job; ratio: outside epochs / epochs):\n\n{head}\n"
              + "\n".join(rows) + f"\n\nAll runs above, summed: {summary}.")
