@@ -177,9 +177,9 @@ def main():
                         f"{(totals[setup] - epochs[setup]) / epochs[setup]:.2f}x the epochs' {epochs[setup]:.1f} s"
                         for setup in SETUPS)
     table = (f"A run's jobs, all its seeds (Cora, 200 epochs, at most {args.threads} threads; seconds, summed over "
-             f"the run's jobs, median of {args.rounds} rounds; before: a torchrun job and an evaluation job per seed, after: one "
-             f"job per run, forked ranks, evaluating in the job; ratio: outside epochs / epochs):\n\n{head}\n"
-             + "\n".join(rows) + f"\n\nAll runs above, summed: {summary}.")
+             f"the run's jobs, median of {args.rounds} rounds; before: a torchrun job and an evaluation job per "
+             f"seed, after: one job per run, forked ranks, evaluating in the job; ratio: outside epochs / "
+             f"epochs):\n\n{head}\n" + "\n".join(rows) + f"\n\nAll runs above, summed: {summary}.")
     publish(table, "job-breakdown-before-after" if args.record else None)
 
 
