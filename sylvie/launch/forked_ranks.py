@@ -131,6 +131,7 @@ class ForkedRanks:
         self.pids: dict[int, int] = {}  # rank -> pid, while it runs
         self.ended: dict[int, tuple[int, int, float]] = {}  # rank -> (pid, exit status, when)
         self.signalled: int | None = None
+        self.seen_first: set[int] = set()
 
     def start(self) -> ForkedRanks:
         run_id = uuid.uuid4().hex[:12]
@@ -167,10 +168,11 @@ class ForkedRanks:
         return self
 
     def _reap(self) -> None:
+        now = time.time()  # one time for the ranks seen ended together: which ended first is not known
         for rank, pid in list(self.pids.items()):
             done, status = os.waitpid(pid, os.WNOHANG)
             if done:
-                self.ended[rank] = (pid, os.waitstatus_to_exitcode(status), time.time())
+                self.ended[rank] = (pid, os.waitstatus_to_exitcode(status), now)
                 del self.pids[rank]
 
     def _stop_all(self, sig: int) -> None:
@@ -209,7 +211,9 @@ class ForkedRanks:
             if self.signalled is not None:
                 self._stop_all(self.signalled)
                 return 128 + self.signalled
-            if any(status != 0 for _, status, _ in self.ended.values()):
+            failed = {rank for rank, (_, status, _) in self.ended.items() if status != 0}
+            if failed:
+                self.seen_first = failed  # the ranks that failed before this process stopped any
                 self._stop_all(signal.SIGTERM)
                 break
             time.sleep(POLL_S)
@@ -224,7 +228,10 @@ class ForkedRanks:
         launcher's last line (``formats.rank_failures``)."""
         from sylvie.formats.rank_failures import ENV, record_rank_exit
 
-        order = sorted(failed, key=lambda r: (failed[r][2], failed[r][1] >= 0))
+        # first: those that failed before the others were stopped, and of them a rank ended by a signal before one
+        # that exited (as torchrun orders those of one second: a peer's broken connection follows the signal, and its
+        # rank exits at once); then the ranks this process stopped
+        order = sorted(failed, key=lambda r: (r not in self.seen_first, failed[r][1] >= 0, failed[r][2]))
         folder = os.environ.get(ENV)
         said = []
         for seq, rank in enumerate(order):
