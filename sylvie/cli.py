@@ -151,8 +151,9 @@ def _train(args) -> None:
                 inputs["--dataset"] = args.eval_dataset
             check_outputs(eval_out, None, inputs)
     trained = []  # rank 0: each seed's record for --seeds-out
-    with seeds_group(jobs[0]) if len(jobs) > 1 else contextlib.nullcontext() as group:
-        for run, out, eval_out in zip(runs, outs, evals or outs):
+    shared = seeds_group(runs[0].job, runs[0].manifest) if len(runs) > 1 else contextlib.nullcontext()
+    with shared as group:
+        for run, out, eval_out in zip(runs, outs, evals or [None] * len(outs)):
             run.group = group
             with run:
                 for epoch in run.loop:

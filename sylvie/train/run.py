@@ -54,10 +54,10 @@ class TrainingRun:
     # the first epoch's) stops on every rank at the same epoch; rank 0 then writes ``failed.json`` and ``metrics.jsonl``
     # of the epochs run, no ``model.pt``.
 
-    def __init__(self, job: TrainingJob, group: Context | None = None):
-        """``group``: the process group of ranks that train several runs one after another (``seeds_group``), or None:
-        the ranks join one of their own for this run."""
-        self.group = group
+    def __init__(self, job: TrainingJob):
+        # the process group of ranks that train several runs one after another (``seeds_group``), which the caller
+        # sets before entering; None: the ranks join one of their own for this run
+        self.group: Context | None = None
         check_run(job.model, job.train, job.comm, job.sampling, job.link, where="sylvie train options")
         check_optimiser(job.train)
         inputs = (job.partition_dir,) + ((job.vip_dir,) if job.vip_dir else ())
@@ -74,14 +74,11 @@ class TrainingRun:
         job, train, manifest = self.job, self.job.train, self.manifest
         with contextlib.ExitStack() as stack:
             # counted in and beating while this rank reads and checks its inputs, which takes long on a large graph
-            watch = None if self.group else stack.enter_context(peers_watched(train.timeout, "train",
-                                                                              train.startup_timeout))
+            watch = None if self.group else stack.enter_context(_watched(train))
             sampled = _sampled_inputs(job, manifest) if job.sampled else None
             if int(os.environ.get("RANK", 0)) == 0:  # before joining the others: a second run fails at once
                 stack.enter_context(RunLock(job.out_dir))
-            self.ctx = self.group or stack.enter_context(one_rank_per_part(
-                train.device, train.timeout, manifest["num_parts"], job.partition_dir,
-                startup_timeout_s=train.startup_timeout, watchdog=watch, part_sized_memory=not sampled))
+            self.ctx = self.group or stack.enter_context(_joined(job, manifest, watch))
             # what the epochs hold, let go before the outputs are written (finish) or on an error
             self._epochs = stack.enter_context(contextlib.ExitStack())
             self.trainer = build_trainer(job, self.ctx, manifest, sampled)
@@ -126,15 +123,26 @@ class TrainingRun:
 
 
 @contextlib.contextmanager
-def seeds_group(job: TrainingJob):
+def seeds_group(job: TrainingJob, manifest: dict):
     """The process group the runs of one launch share, trained one after another (the seeds of a run: ``job`` is the
-    first, the others differ in seed and directory alone), each in a ``TrainingRun`` given it: one start-up and one
-    join for them all. Yields the ``Context``."""
-    train = job.train
-    with peers_watched(train.timeout, "train", train.startup_timeout) as watch, one_rank_per_part(
-            train.device, train.timeout, read_manifest(job.partition_dir)["num_parts"], job.partition_dir,
-            startup_timeout_s=train.startup_timeout, watchdog=watch, part_sized_memory=not job.sampled) as ctx:
+    first, the others differ in seed and directory alone; ``manifest`` its partition's), each in a ``TrainingRun``
+    given it: one start-up and one join for them all. Yields the ``Context``."""
+    with _watched(job.train) as watch, _joined(job, manifest, watch) as ctx:
         yield ctx
+
+
+def _watched(train):
+    """This rank counted in and beating (``peers_watched``) under the run's train section's bounds."""
+    return peers_watched(train.timeout, "train", train.startup_timeout)
+
+
+def _joined(job: TrainingJob, manifest: dict, watch):
+    """The ranks of ``job``'s partition joined (``one_rank_per_part``), watched by ``watch``. A full-graph rank's
+    tensors span its part, so the blocks it frees go back to the system at once (``part_sized_memory``)."""
+    train = job.train
+    return one_rank_per_part(train.device, train.timeout, manifest["num_parts"], job.partition_dir,
+                             startup_timeout_s=train.startup_timeout, watchdog=watch,
+                             part_sized_memory=not job.sampled)
 
 
 def run_training(job: TrainingJob) -> dict | None:
