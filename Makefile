@@ -92,7 +92,7 @@ claims: $(STAMP)
 	$(BIN)/python -m pytest -q -rs -m claims tests
 
 # The fast loop, after every edit: the unit tier (in-process, no torchrun, each test well under a second; one that
-# takes longer belongs to the slow tier), in TEST_WORKERS processes, test by test: under 45 seconds on 2 cores.
+# takes longer belongs to the slow tier), in TEST_WORKERS processes, test by test (its time: docs/testing.md).
 check: $(STAMP)
 	$(BIN)/python -m pytest -q -m unit --durations=5 -n $(TEST_WORKERS) --dist load tests
 

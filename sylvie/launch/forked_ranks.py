@@ -1,14 +1,14 @@
 """The ranks of a run on this machine as children forked from one process that has imported torch and sylvie once.
 
-``python -m sylvie.launch.forked_ranks --ranks P -- sylvie STAGE ARGS`` is ``sylvie launch``'s launcher outside
-Slurm (``launch.launcher`` fork): what ``torchrun --standalone --nproc-per-node P`` does for our own commands, without
-its agent process and without each rank importing torch, torch._dynamo and sylvie's stage again (about 4 CPU-s a
-rank; benchmarks/job_breakdown.py measures a job both ways). It imports them, forks the P ranks while it is one
-thread, then hosts the rendezvous store (as torchrun's agent does: ``TORCHELASTIC_USE_AGENT_STORE``) and gives each
-rank torchrun's environment, so that a rank cannot tell the two launchers apart. It supervises them as torchrun
-does: when one fails, the others get SIGTERM (and SIGCONT, for a stopped one) and SIGKILL after ``STOP_GRACE_S``;
-each failed rank's exit is recorded for ``formats.rank_failures``; a SIGINT, SIGTERM or SIGHUP sent here goes to
-every rank. It exits 0, 1 when a rank failed, or 128 + the signal that stopped it.
+``python -m sylvie.launch.forked_ranks --ranks P -- sylvie STAGE ARGS`` is ``sylvie launch``'s launcher outside Slurm
+(``launch.launcher`` fork): what ``torchrun --standalone --nproc-per-node P`` does for our own commands, without its
+agent process and without each rank importing torch, torch._dynamo and sylvie's stage again (what that costs a job:
+benchmarks/job_breakdown.py measures it both ways, record 2026-12-08_job-breakdown_2core-vm.md). It imports them, forks
+the P ranks while it is one thread, then hosts the rendezvous store (as torchrun's agent does:
+``TORCHELASTIC_USE_AGENT_STORE``) and gives each rank torchrun's environment, so that a rank cannot tell the two
+launchers apart. It supervises them as torchrun does: when one fails, the others get SIGTERM (and SIGCONT, for a stopped
+one) and SIGKILL after ``STOP_GRACE_S``; each failed rank's exit is recorded for ``formats.rank_failures``; a SIGINT,
+SIGTERM or SIGHUP sent here goes to every rank. It exits 0, 1 when a rank failed, or 128 + the signal that stopped it.
 """
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def rank_env(rank: int, ranks: int, port: int, run_id: str) -> dict[str, str]:
 def preload(modules=()) -> None:
     """Import what the ranks need: torch, sylvie's CLI and ``modules``, once here instead of once
     per rank; and what numba does at a process's first kernel, loaded from its cache or compiled (its CPU target's
-    registries of implementations, ~0.6 CPU-s). No kernel runs and no thread pool starts. numba takes its thread
+    registries of implementations). No kernel runs and no thread pool starts. numba takes its thread
     count as torchrun gives it (``cli._as_rank``), before it is imported."""
     if "OMP_NUM_THREADS" in os.environ:
         os.environ.setdefault("NUMBA_NUM_THREADS", os.environ["OMP_NUM_THREADS"])
